@@ -1,0 +1,3 @@
+"""a2a-wrapper: coding agents (OpenCode, Copilot, any ACP agent) as A2A agents."""
+
+__version__ = "0.1.0"

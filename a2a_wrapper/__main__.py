@@ -1,0 +1,3 @@
+from a2a_wrapper.cli import main
+
+main()

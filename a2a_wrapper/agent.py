@@ -1,0 +1,85 @@
+"""One agent: backend, state, executor and front end, started and stopped as pairs."""
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+
+import uvicorn
+from a2a.server.tasks import DatabaseTaskStore
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from starlette.types import ASGIApp
+
+from a2a_wrapper.app import build_app
+from a2a_wrapper.backends import Backend, create_backend
+from a2a_wrapper.card import CARD_PATH, build_card
+from a2a_wrapper.config import AgentSettings
+from a2a_wrapper.executor import TurnExecutor
+from a2a_wrapper.permissions import AutoApprove
+from a2a_wrapper.sessions import SessionMap
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RunningAgent:
+    settings: AgentSettings
+    app: ASGIApp
+    backend: Backend
+    sessions: SessionMap
+
+    @property
+    def card_url(self) -> str:
+        return self.settings.advertised_url + CARD_PATH
+
+
+@asynccontextmanager
+async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
+    """The backend started, state opened and the app built; all torn down in reverse on exit."""
+    assert settings.state_dir is not None
+    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    async with AsyncExitStack() as stack:
+        engine = engine_for(settings)
+        stack.push_async_callback(engine.dispose)
+        backend = create_backend(settings)
+        stack.push_async_callback(backend.stop)
+        await backend.start()
+        task_store = DatabaseTaskStore(engine)
+        await task_store.initialize()
+        sessions = SessionMap(engine, backend, settings.sessions)
+        await sessions.initialize()
+        expiry = asyncio.create_task(sessions.run_expiry(), name="session-expiry")
+        stack.push_async_callback(_cancel, expiry)
+        executor = TurnExecutor(backend, sessions, AutoApprove(settings.auto_approve), settings.timeouts.turn)
+        app = build_app(build_card(settings), executor, task_store, backend, settings.server.max_body_bytes)
+        yield RunningAgent(settings, app, backend, sessions)
+
+
+async def serve(settings: AgentSettings) -> None:
+    """Run one agent until interrupted."""
+    async with running_agent(settings) as agent:
+        config = uvicorn.Config(
+            agent.app,
+            host=settings.server.host,
+            port=settings.server.port,
+            log_config=None,
+            timeout_graceful_shutdown=10,
+            lifespan="off",
+        )
+        server = uvicorn.Server(config)
+        log.info("agent %r serving; card at %s", settings.card.name, agent.card_url)
+        await server.serve()
+
+
+async def _cancel(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+
+
+def engine_for(settings: AgentSettings) -> AsyncEngine:
+    assert settings.state_dir is not None
+    return create_async_engine(f"sqlite+aiosqlite:///{settings.state_dir / 'state.db'}")

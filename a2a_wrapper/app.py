@@ -1,0 +1,107 @@
+"""The A2A front end: a2a-sdk's own routes (card, JSON-RPC, REST, SSE) on Starlette, plus /health."""
+
+import json
+from typing import Any
+
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
+from a2a.server.tasks import TaskStore
+from a2a.types import AgentCard
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from a2a_wrapper.backends.base import Backend
+from a2a_wrapper.card import CARD_PATH, JSONRPC_PATH, REST_PATH
+from a2a_wrapper.executor import TurnExecutor
+
+
+def build_app(
+    card: AgentCard, executor: TurnExecutor, task_store: TaskStore, backend: Backend, max_body_bytes: int
+) -> ASGIApp:
+    handler = DefaultRequestHandler(agent_executor=executor, task_store=task_store, agent_card=card)
+
+    async def health(request: Request) -> JSONResponse:
+        backend_status = await backend.health()
+        healthy = bool(backend_status.get("healthy"))
+        body = {"status": "ok" if healthy else "degraded", "frontend": "ok", "backend": backend_status}
+        return JSONResponse(body, status_code=200 if healthy else 503)
+
+    app = Starlette(
+        routes=[
+            *create_agent_card_routes(card, card_url=CARD_PATH),
+            *create_jsonrpc_routes(handler, rpc_url=JSONRPC_PATH, enable_v0_3_compat=True),
+            *create_rest_routes(handler, enable_v0_3_compat=True, path_prefix=REST_PATH),
+            Route("/health", health, methods=["GET"]),
+        ]
+    )
+    return BodyLimit(app, max_body_bytes)
+
+
+class BodyLimit:
+    """Refuses request bodies over the limit with 413; never truncates them."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self._app = app
+        self._limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self._limit:
+            await self._refuse(scope, send)
+            return
+        body = await self._read_all(receive)
+        if body is None:
+            await self._refuse(scope, send)
+            return
+        await self._app(scope, _replay(body, receive), send)
+
+    async def _read_all(self, receive: Receive) -> bytes | None:
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return b"".join(chunks)
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self._limit:
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+    async def _refuse(self, scope: Scope, send: Send) -> None:
+        text = f"Request body larger than the limit of {self._limit} bytes; nothing was processed."
+        payload: dict[str, Any]
+        if scope.get("path") == JSONRPC_PATH:
+            payload = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": text}}
+        else:
+            payload = {"error": {"code": 413, "status": "INVALID_ARGUMENT", "message": text}}
+        body = json.dumps(payload).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()  # after the body: wait for the disconnect, as the server would report it
+
+    return replay

@@ -1,0 +1,56 @@
+"""The Backend contract: what the front end may ask of any coding agent."""
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from a2a_wrapper.events import StreamEvent
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    id: str
+    created: bool  # False when an existing backend session was resumed
+
+
+@dataclass(frozen=True, slots=True)
+class PromptFile:
+    media_type: str
+    url: str  # http(s) or data: URL
+    filename: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    text: str
+    files: tuple[PromptFile, ...] = ()
+
+
+class Turn(Protocol):
+    """One backend turn: iterate it for StreamEvents; it ends with a `Done` event."""
+
+    def __aiter__(self) -> AsyncIterator[StreamEvent]: ...
+
+    async def reply(self, permission_id: str, decision: Literal["allow", "deny"], reason: str) -> None: ...
+
+    async def answer(self, question_id: str, text: str | None) -> None:
+        """Answer a question; `None` rejects it."""
+
+    async def abort(self) -> None: ...
+
+
+class Backend(Protocol):
+    kind: str
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def health(self) -> dict[str, Any]:
+        """`{"healthy": bool, ...}`; never raises."""
+
+    async def open_session(self, context_key: str, resume: str | None = None) -> Session: ...
+
+    async def close_session(self, session_id: str) -> None: ...
+
+    def turn(self, session: Session, prompt: Prompt) -> Turn: ...

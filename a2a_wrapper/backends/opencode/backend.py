@@ -1,0 +1,286 @@
+"""The OpenCode backend: `opencode serve` spawned (or attached to), driven over HTTP and one SSE stream."""
+
+import asyncio
+import logging
+import os
+from collections.abc import AsyncIterator
+from typing import Any, Literal
+
+import aiohttp
+
+from a2a_wrapper.backends.base import Prompt, Session
+from a2a_wrapper.backends.opencode import launch
+from a2a_wrapper.backends.opencode.event_stream import RECONNECTED, EventStream
+from a2a_wrapper.backends.opencode.translate import Translator
+from a2a_wrapper.config import AgentSettings
+from a2a_wrapper.config import OpenCodeBackend as OpenCodeSettings
+from a2a_wrapper.errors import BackendError, BackendUnavailable
+from a2a_wrapper.events import Done, StreamEvent
+from a2a_wrapper.installer import find_binary
+from a2a_wrapper.process import ChildProcess
+
+log = logging.getLogger(__name__)
+
+BACKEND_EXITED = "a2a-wrapper.backend-exited"
+_RESTART_BACKOFF = (0.5, 1.0, 2.0, 5.0, 10.0)
+_ABORT_GRACE = 5.0
+
+
+class OpenCodeBackend:
+    kind = "opencode"
+
+    def __init__(self, settings: AgentSettings) -> None:
+        assert settings.state_dir is not None
+        self._settings: OpenCodeSettings = settings.backend
+        self._name = settings.card.name
+        self._state_dir = settings.state_dir
+        self._child: ChildProcess | None = None
+        self._http: aiohttp.ClientSession | None = None
+        self._events: EventStream | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stopping = False
+        self.restarts = 0
+
+    # lifecycle
+
+    async def start(self) -> None:
+        self._settings.workdir.mkdir(parents=True, exist_ok=True)
+        if self._settings.base_url:
+            password = self._settings.password.get_secret_value() if self._settings.password else None
+            await self._connect(self._settings.base_url, password)
+        else:
+            await self._spawn()
+        self._tasks.append(asyncio.create_task(self._events_or_fail(), name=f"{self._name}-events"))
+        if self._child is not None:
+            self._tasks.append(asyncio.create_task(self._supervise(), name=f"{self._name}-supervisor"))
+        assert self._events is not None
+        async with asyncio.timeout(self._settings.startup_timeout):
+            await self._events.connected.wait()
+
+    async def _spawn(self) -> None:
+        binary = self._settings.binary or find_binary("opencode")
+        plan = launch.prepare(binary, self._settings, self._state_dir, dict(os.environ))
+        self._child = ChildProcess(f"{self._name}/opencode", plan.argv, plan.env, self._settings.workdir)
+        await self._child.start(launch.READY_LINE)
+        match = await self._child.wait_ready(self._settings.startup_timeout)
+        await self._connect(match.group(1), plan.password)
+
+    async def _connect(self, base_url: str, password: str | None) -> None:
+        if self._http is not None:
+            await self._http.close()
+        auth = aiohttp.BasicAuth(self._settings.username, password) if password else None
+        self._http = aiohttp.ClientSession(
+            base_url=base_url.rstrip("/") + "/",
+            auth=auth,
+            timeout=aiohttp.ClientTimeout(total=30, sock_connect=5),
+            headers={"x-opencode-directory": str(self._settings.workdir)},
+        )
+        if self._events is None:
+            self._events = EventStream(self._name, self._http)
+        else:
+            self._events.use(self._http)
+        await self._wait_healthy()
+
+    async def _wait_healthy(self) -> None:
+        last = "no answer"
+        for _ in range(40):
+            status = await self.health()
+            if status.get("healthy"):
+                return
+            last = str(status.get("error", last))
+            await asyncio.sleep(0.25)
+        raise BackendUnavailable(f"OpenCode did not answer its health call: {last}")
+
+    async def stop(self) -> None:
+        self._stopping = True
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+        self._tasks.clear()
+        if self._child is not None:
+            await self._child.stop()
+        if self._http is not None:
+            await self._http.close()
+
+    async def _events_or_fail(self) -> None:
+        assert self._events is not None
+        try:
+            await self._events.run()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("[%s] event stream failed", self._name)
+            raise
+
+    async def _supervise(self) -> None:
+        """A crashed `opencode serve` fails its running turns and is started again, with backoff."""
+        attempt = 0
+        while True:
+            assert self._child is not None and self._events is not None
+            code = await self._child.wait()
+            if self._stopping:
+                return
+            log.warning("[%s] opencode (pid %s) exited with code %s; restarting", self._name, self._child.pid, code)
+            self._events.broadcast({"type": BACKEND_EXITED, "properties": {"code": code}})
+            await self._child.stop()
+            await asyncio.sleep(_RESTART_BACKOFF[min(attempt, len(_RESTART_BACKOFF) - 1)])
+            attempt += 1
+            try:
+                await self._spawn()
+                self.restarts += 1
+                attempt = 0
+            except BackendError:
+                log.exception("[%s] opencode restart failed", self._name)
+
+    # requests
+
+    async def request(self, method: str, path: str, body: Any = None, timeout: float | None = None) -> Any:
+        if self._http is None:
+            raise BackendUnavailable("the OpenCode backend is not started")
+        kwargs: dict[str, Any] = {"json": body} if body is not None else {}
+        if timeout is not None:
+            kwargs["timeout"] = aiohttp.ClientTimeout(total=timeout)
+        try:
+            async with self._http.request(method, path.lstrip("/"), **kwargs) as response:
+                text = await response.text()
+                if response.status >= 400:
+                    raise BackendError(f"OpenCode answered {method} {path} with {response.status}: {text[:300]}")
+                return await response.json(content_type=None) if text else None
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise BackendUnavailable(f"OpenCode is not reachable ({type(exc).__name__}: {exc})") from exc
+
+    async def health(self) -> dict[str, Any]:
+        status: dict[str, Any] = {"kind": self.kind, "restarts": self.restarts}
+        if self._child is not None:
+            status["pid"] = self._child.pid
+            if not self._child.running:
+                return {**status, "healthy": False, "error": "the opencode process is not running"}
+        try:
+            answer = await self.request("GET", "/global/health", timeout=3)
+        except BackendError as exc:
+            return {**status, "healthy": False, "error": str(exc)}
+        return {**status, "healthy": bool(answer and answer.get("healthy")), "version": answer.get("version")}
+
+    # sessions and turns
+
+    async def open_session(self, context_key: str, resume: str | None = None) -> Session:
+        if resume:
+            try:
+                await self.request("GET", f"/session/{resume}")
+                return Session(resume, created=False)
+            except BackendUnavailable:
+                raise
+            except BackendError:
+                log.info("[%s] session %s is gone from OpenCode; creating a new one", self._name, resume)
+        created = await self.request("POST", "/session", {"title": f"A2A context {context_key[:64]}"})
+        return Session(created["id"], created=True)
+
+    async def close_session(self, session_id: str) -> None:
+        await self.request("DELETE", f"/session/{session_id}")
+
+    def turn(self, session: Session, prompt: Prompt) -> "OpenCodeTurn":
+        return OpenCodeTurn(self, session, prompt)
+
+    @property
+    def events(self) -> EventStream:
+        if self._events is None:
+            raise BackendUnavailable("the OpenCode backend is not started")
+        return self._events
+
+    def prompt_body(self, prompt: Prompt) -> dict[str, Any]:
+        parts: list[dict[str, Any]] = [{"type": "text", "text": prompt.text}] if prompt.text else []
+        for file in prompt.files:
+            part = {"type": "file", "mime": file.media_type, "url": file.url}
+            if file.filename:
+                part["filename"] = file.filename
+            parts.append(part)
+        provider_id, _, model_id = self._settings.model.partition("/")
+        body: dict[str, Any] = {"parts": parts, "model": {"providerID": provider_id, "modelID": model_id}}
+        if self._settings.system_prompt_mode == "replace" and self._settings.system_prompt:
+            body["agent"] = launch.REPLACE_AGENT
+        else:
+            if self._settings.system_prompt:
+                body["system"] = self._settings.system_prompt
+            if self._settings.agent:
+                body["agent"] = self._settings.agent
+        return body
+
+
+class OpenCodeTurn:
+    """One prompt and its events until the session is idle."""
+
+    def __init__(self, backend: OpenCodeBackend, session: Session, prompt: Prompt) -> None:
+        self._backend = backend
+        self._session = session
+        self._prompt = prompt
+
+    def __aiter__(self) -> AsyncIterator[StreamEvent]:
+        return self._run()
+
+    async def _run(self) -> AsyncIterator[StreamEvent]:
+        events = self._backend.events
+        queue = events.subscribe(self._session.id)
+        translator = Translator()
+        try:
+            async with asyncio.timeout(10):
+                await events.connected.wait()
+            await self._backend.request(
+                "POST", f"/session/{self._session.id}/prompt_async", self._backend.prompt_body(self._prompt)
+            )
+            while True:
+                event = await queue.get()
+                if event["type"] == BACKEND_EXITED:
+                    code = event["properties"].get("code")
+                    yield Done(
+                        "failed",
+                        f"The OpenCode backend stopped during the turn (exit code {code}); "
+                        "it is being restarted, send the message again.",
+                    )
+                    return
+                if event["type"] == RECONNECTED and not await self._busy():
+                    yield translator.done()
+                    return
+                for stream_event in translator.feed(event):
+                    yield stream_event
+                    if isinstance(stream_event, Done):
+                        return
+        except TimeoutError:
+            yield Done("failed", "The OpenCode event stream is not connected.")
+        except BackendError as exc:
+            yield Done("failed", str(exc))
+        finally:
+            events.unsubscribe(self._session.id, queue)
+
+    async def _busy(self) -> bool:
+        statuses = await self._backend.request("GET", "/session/status")
+        return self._session.id in (statuses or {})
+
+    async def reply(self, permission_id: str, decision: Literal["allow", "deny"], reason: str) -> None:
+        body = {"reply": "once"} if decision == "allow" else {"reply": "reject", "message": reason}
+        await self._backend.request("POST", f"/permission/{permission_id}/reply", body)
+
+    async def answer(self, question_id: str, text: str | None) -> None:
+        if text is None:
+            await self._backend.request("POST", f"/question/{question_id}/reject", {})
+        else:
+            await self._backend.request("POST", f"/question/{question_id}/reply", {"answers": [[text]]})
+
+    async def abort(self) -> None:
+        """Abort the running turn and wait (bounded) until OpenCode says the session is idle."""
+        events = self._backend.events
+        queue = events.subscribe(self._session.id)
+        try:
+            await self._backend.request("POST", f"/session/{self._session.id}/abort", {})
+            if not await self._busy():
+                return
+            async with asyncio.timeout(_ABORT_GRACE):
+                while (await queue.get())["type"] not in ("session.idle", BACKEND_EXITED):
+                    pass
+        except TimeoutError:
+            log.warning("session %s was still busy %.0f s after abort", self._session.id, _ABORT_GRACE)
+        finally:
+            events.unsubscribe(self._session.id, queue)

@@ -1,0 +1,125 @@
+"""One long-lived consumer of OpenCode's `/event` SSE stream, routing events to turns by session id.
+
+OpenCode never releases an `/event` subscription, so one stream per server is held for its whole
+life (see notes/opencode.md §7). Events of child sessions (the `task` tool) go to the parent's turn.
+"""
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+
+log = logging.getLogger(__name__)
+
+RECONNECTED = "a2a-wrapper.reconnected"  # synthetic event: events may have been missed
+EventQueue = asyncio.Queue[dict[str, Any]]
+
+
+def session_of(event: dict[str, Any]) -> str | None:
+    props = event.get("properties") or {}
+    for holder in (props, props.get("part") or {}, props.get("info") or {}):
+        session_id = holder.get("sessionID")
+        if isinstance(session_id, str):
+            return session_id
+    if event.get("type", "").startswith("session.") and isinstance((props.get("info") or {}).get("id"), str):
+        return str(props["info"]["id"])
+    return None
+
+
+class EventStream:
+    """Holds the subscription; `subscribe(session_id)` gives a queue of that session's events."""
+
+    def __init__(self, name: str, http: aiohttp.ClientSession, initial_backoff: float = 0.25) -> None:
+        self._name = name
+        self._http = http
+        self._queues: dict[str, list[EventQueue]] = {}
+        self._parents: dict[str, str] = {}
+        self._initial_backoff = initial_backoff
+        self.connected = asyncio.Event()
+
+    def use(self, http: aiohttp.ClientSession) -> None:
+        """A restarted backend: the next reconnect goes to its new address."""
+        self._http = http
+
+    def subscribe(self, session_id: str) -> EventQueue:
+        queue: EventQueue = asyncio.Queue()
+        self._queues.setdefault(session_id, []).append(queue)
+        return queue
+
+    def unsubscribe(self, session_id: str, queue: EventQueue) -> None:
+        queues = self._queues.get(session_id, [])
+        if queue in queues:
+            queues.remove(queue)
+        if not queues:
+            self._queues.pop(session_id, None)
+            for child in [c for c, p in self._parents.items() if p == session_id]:
+                del self._parents[child]
+
+    def broadcast(self, event: dict[str, Any]) -> None:
+        for queues in self._queues.values():
+            for queue in queues:
+                queue.put_nowait(event)
+
+    async def run(self) -> None:
+        """Consume until cancelled, reconnecting with capped exponential backoff."""
+        backoff = self._initial_backoff
+        first = True
+        while True:
+            try:
+                async for event in self._events():
+                    if not self.connected.is_set():
+                        self.connected.set()
+                        backoff = self._initial_backoff
+                        if not first:
+                            self.broadcast({"type": RECONNECTED, "properties": {}})
+                        first = False
+                    self._route(event)
+                log.warning("[%s] event stream ended; reconnecting", self._name)
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                log.warning("[%s] event stream lost (%s); reconnecting in %.2f s", self._name, exc, backoff)
+            self.connected.clear()
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, 5.0)
+
+    async def _events(self) -> AsyncIterator[dict[str, Any]]:
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=5, sock_read=45)  # heartbeats every ~10 s
+        async with self._http.get("/event", timeout=timeout) as response:
+            response.raise_for_status()
+            data: list[str] = []
+            async for raw in response.content:
+                line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+                if line.startswith("data:"):
+                    data.append(line[5:].lstrip())
+                elif not line and data:
+                    try:
+                        yield json.loads("\n".join(data))
+                    except json.JSONDecodeError:
+                        log.warning("[%s] unreadable event skipped", self._name)
+                    data = []
+
+    def _route(self, event: dict[str, Any]) -> None:
+        kind = event.get("type", "")
+        if kind == "server.connected":
+            return
+        info = (event.get("properties") or {}).get("info") or {}
+        if kind in ("session.created", "session.updated") and info.get("parentID"):
+            self._parents[info["id"]] = info["parentID"]
+        session_id = session_of(event)
+        if session_id is None:
+            return
+        queues = self._queues.get(session_id)
+        if queues is None and session_id in self._parents:
+            queues = self._queues.get(self._root(session_id))
+            event = {**event, "child": True}
+        for queue in queues or ():
+            queue.put_nowait(event)
+
+    def _root(self, session_id: str) -> str:
+        seen = set()
+        while session_id in self._parents and session_id not in seen:
+            seen.add(session_id)
+            session_id = self._parents[session_id]
+        return session_id

@@ -1,0 +1,127 @@
+"""How `opencode serve` is started: isolated folders, offline switches, a password, our provider and agent."""
+
+import json
+import secrets
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from a2a_wrapper.config import ModelProvider, OpenCodeBackend
+
+READY_LINE = r"listening on (https?://\S+)"
+REPLACE_AGENT = "a2a"
+
+# Every tool asks, so each call reaches the wrapper's permission seam. Set through OPENCODE_PERMISSION,
+# which OpenCode applies after every other config source: nothing in the workspace can loosen it.
+ASK_EVERYTHING = {"*": "ask", "question": "allow"}
+
+_OFFLINE_ENV = {
+    "OPENCODE_DISABLE_MODELS_FETCH": "1",
+    "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+    "OPENCODE_DISABLE_SHARE": "1",
+    "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+    "OPENCODE_DISABLE_CLAUDE_CODE": "1",
+    "OPENCODE_DISABLE_EXTERNAL_SKILLS": "1",
+    "OPENCODE_DISABLE_PROJECT_CONFIG": "1",
+    "OPENCODE_PURE": "1",
+}
+_PLUGIN_SEED = {
+    "package.json": {"dependencies": {"@opencode-ai/plugin": "*"}},
+    "package-lock.json": {"lockfileVersion": 3, "packages": {"": {"dependencies": {"@opencode-ai/plugin": "*"}}}},
+}
+
+
+@dataclass(frozen=True)
+class Launch:
+    argv: list[str]
+    env: dict[str, str]
+    password: str
+    port: int
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
+
+
+def prepare(binary: Path, backend: OpenCodeBackend, state_dir: Path, base_env: dict[str, str]) -> Launch:
+    """Folders created and seeded; the argv and environment for one `opencode serve`."""
+    home = state_dir / "opencode"
+    folders = {
+        "HOME": home / "home",
+        "XDG_CONFIG_HOME": home / "config",
+        "XDG_DATA_HOME": home / "data",
+        "XDG_CACHE_HOME": home / "cache",
+        "XDG_STATE_HOME": home / "state",
+        "TMPDIR": home / "tmp",
+    }
+    for folder in folders.values():
+        folder.mkdir(parents=True, exist_ok=True)
+    _seed_plugin_dir(folders["XDG_CONFIG_HOME"] / "opencode")
+    password = secrets.token_urlsafe(24)
+    port = free_port()
+    env = {
+        **{k: v for k, v in base_env.items() if k in ("PATH", "LANG", "LC_ALL", "TZ", "SSL_CERT_FILE")},
+        **{k: str(v) for k, v in folders.items()},
+        **_OFFLINE_ENV,
+        **backend.env,
+        "OPENCODE_SERVER_PASSWORD": password,
+        "OPENCODE_SERVER_USERNAME": backend.username,
+        "OPENCODE_CONFIG_CONTENT": json.dumps(opencode_config(backend)),
+        "OPENCODE_PERMISSION": json.dumps(ASK_EVERYTHING),
+    }
+    argv = [str(binary), "serve", "--port", str(port), "--hostname", "127.0.0.1"]
+    return Launch(argv=argv, env=env, password=password, port=port)
+
+
+def opencode_config(backend: OpenCodeBackend) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "model": backend.model,
+        "autoupdate": False,
+        "share": "disabled",
+        "snapshot": False,
+        "lsp": False,
+        "formatter": False,
+        "plugin": [],
+    }
+    if backend.provider is not None:
+        config["enabled_providers"] = [backend.provider.id]
+        config["small_model"] = backend.model
+        config["provider"] = {backend.provider.id: _provider(backend.provider)}
+    if backend.system_prompt_mode == "replace" and backend.system_prompt:
+        config["agent"] = {REPLACE_AGENT: {"mode": "primary", "prompt": backend.system_prompt}}
+    return _merge(config, backend.opencode_config)
+
+
+def _provider(provider: ModelProvider) -> dict[str, Any]:
+    return {
+        "npm": "@ai-sdk/openai-compatible",
+        "name": provider.name or provider.id,
+        "options": {"baseURL": provider.base_url, "apiKey": provider.api_key.get_secret_value()},
+        "models": {
+            model: {"name": model, "tool_call": True, "limit": {"context": 128000, "output": 4096}}
+            for model in provider.models
+        },
+    }
+
+
+def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _seed_plugin_dir(config_dir: Path) -> None:
+    """OpenCode skips its background `npm install` of a plugin when these exist (offline, and 64 MB saved)."""
+    (config_dir / "node_modules").mkdir(parents=True, exist_ok=True)
+    for name, content in _PLUGIN_SEED.items():
+        path = config_dir / name
+        if not path.exists():
+            path.write_text(json.dumps(content))

@@ -1,0 +1,173 @@
+"""OpenCode events → StreamEvents, for one turn of one session.
+
+Keeps the roles of messages and the types of parts, so the echo of the user's own parts is ignored,
+reasoning is told from the answer, and deltas that arrive before their part is announced are held.
+"""
+
+from typing import Any
+
+from a2a_wrapper.events import Done, Permission, Question, StreamEvent, Text, Thought, ToolCall, ToolResult, Usage
+
+_OUTPUT_SUMMARY = 2000
+
+
+class Translator:
+    def __init__(self) -> None:
+        self._roles: dict[str, str] = {}  # messageID -> role
+        self._parts: dict[str, dict[str, Any]] = {}  # partID -> {type, messageID}
+        self._held: dict[str, list[str]] = {}  # deltas of parts not yet announced
+        self._emitted: dict[str, str] = {}  # text emitted per part, to complete it from the final part
+        self._tool_status: dict[str, str] = {}
+        self._error: tuple[str, str] | None = None  # (error name, sentence)
+
+    def feed(self, event: dict[str, Any]) -> list[StreamEvent]:
+        props = event.get("properties") or {}
+        handler = getattr(self, "_on_" + event.get("type", "").replace(".", "_"), None)
+        if handler is None:
+            return []
+        if event.get("child") and event["type"] not in ("permission.asked", "question.asked"):
+            return [] if event["type"] != "message.part.updated" else self._child_part(props)
+        return list(handler(props))
+
+    # messages and parts
+
+    def _on_message_updated(self, props: dict[str, Any]) -> list[StreamEvent]:
+        info = props.get("info") or {}
+        if info.get("id") and info.get("role"):
+            self._roles[info["id"]] = info["role"]
+        return self._release_held()
+
+    def _on_message_part_updated(self, props: dict[str, Any]) -> list[StreamEvent]:
+        part = props.get("part") or {}
+        part_id = part.get("id")
+        if not part_id:
+            return []
+        self._parts[part_id] = {"type": part.get("type"), "messageID": part.get("messageID")}
+        events = self._release_held()
+        kind = part.get("type")
+        if kind in ("text", "reasoning") and self._is_assistant(part_id):
+            final = part.get("text") if (part.get("time") or {}).get("end") else None
+            if isinstance(final, str):
+                events += self._complete(part_id, kind, final)
+        elif kind == "tool" and self._is_assistant(part_id):
+            events += self._tool(part)
+        elif kind == "step-finish" and self._is_assistant(part_id):
+            events.append(_usage(part))
+        return events
+
+    def _on_message_part_delta(self, props: dict[str, Any]) -> list[StreamEvent]:
+        part_id, delta = props.get("partID"), props.get("delta")
+        if not part_id or not isinstance(delta, str) or props.get("field", "text") != "text":
+            return []
+        if part_id not in self._parts or self._role_of(part_id) is None:
+            self._held.setdefault(part_id, []).append(delta)
+            return []
+        return self._delta(part_id, delta)
+
+    def _delta(self, part_id: str, delta: str) -> list[StreamEvent]:
+        if not self._is_assistant(part_id):
+            return []
+        kind = self._parts[part_id]["type"]
+        if kind == "text":
+            self._emitted[part_id] = self._emitted.get(part_id, "") + delta
+            return [Text(delta)]
+        if kind == "reasoning":
+            return [Thought(delta)]
+        return []
+
+    def _complete(self, part_id: str, kind: str, final: str) -> list[StreamEvent]:
+        """A finished part's text is authoritative: emit whatever deltas never arrived."""
+        if kind != "text":
+            return []
+        emitted = self._emitted.get(part_id, "")
+        if final.startswith(emitted) and len(final) > len(emitted):
+            self._emitted[part_id] = final
+            return [Text(final[len(emitted) :])]
+        return []
+
+    def _release_held(self) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        for part_id in [p for p in self._held if p in self._parts and self._role_of(p) is not None]:
+            for delta in self._held.pop(part_id):
+                events += self._delta(part_id, delta)
+        return events
+
+    def _role_of(self, part_id: str) -> str | None:
+        return self._roles.get(self._parts[part_id].get("messageID") or "")
+
+    def _is_assistant(self, part_id: str) -> bool:
+        return self._role_of(part_id) == "assistant"
+
+    # tools
+
+    def _tool(self, part: dict[str, Any]) -> list[StreamEvent]:
+        state = part.get("state") or {}
+        status = state.get("status", "pending")
+        call_id = part.get("callID") or part["id"]
+        if self._tool_status.get(call_id) == status:
+            return []
+        self._tool_status[call_id] = status
+        tool = part.get("tool", "unknown")
+        arguments = state.get("input") or {}
+        if status in ("pending", "running"):
+            locations = tuple(str(v) for k, v in arguments.items() if k in ("filePath", "path") and v)
+            return [ToolCall(call_id, tool, status, state.get("title") or tool, arguments, locations)]
+        metadata = state.get("metadata") or {}
+        if status == "completed":
+            output = str(state.get("output") or "")[:_OUTPUT_SUMMARY]
+            return [ToolResult(call_id, tool, "completed", output, metadata.get("diff"))]
+        return [ToolResult(call_id, tool, "failed", str(state.get("error") or "")[:_OUTPUT_SUMMARY])]
+
+    def _child_part(self, props: dict[str, Any]) -> list[StreamEvent]:
+        part = props.get("part") or {}
+        return self._tool(part) if part.get("type") == "tool" else []
+
+    # requests
+
+    def _on_permission_asked(self, props: dict[str, Any]) -> list[StreamEvent]:
+        metadata = props.get("metadata") or {}
+        kind = props.get("permission", "unknown")
+        patterns = tuple(str(p) for p in props.get("patterns") or ())
+        command = metadata.get("command") if kind == "bash" else None
+        url = metadata.get("url") if kind == "webfetch" else None
+        paths: tuple[str, ...] = ()
+        if kind in ("edit", "read", "external_directory", "glob", "grep", "list"):
+            paths = tuple(str(p) for p in metadata.get("directories") or ()) or patterns
+            if metadata.get("filepath"):
+                paths = (str(metadata["filepath"]),)
+        return [Permission(props["id"], kind, kind, paths, command, url, props)]
+
+    def _on_question_asked(self, props: dict[str, Any]) -> list[StreamEvent]:
+        questions = props.get("questions") or []
+        text = "\n".join(str(q.get("question", "")) for q in questions)
+        options = tuple(str(o.get("label")) for q in questions for o in q.get("options") or ())
+        return [Question(props["id"], text, options)]
+
+    # the end
+
+    def _on_session_error(self, props: dict[str, Any]) -> list[StreamEvent]:
+        error = props.get("error") or {}
+        data = error.get("data") or {}
+        self._error = (error.get("name", "Error"), str(data.get("message") or error.get("name") or "unknown"))
+        return []
+
+    def _on_session_idle(self, props: dict[str, Any]) -> list[StreamEvent]:
+        return [self.done()]
+
+    def done(self) -> Done:
+        if self._error is None:
+            return Done("completed")
+        name, sentence = self._error
+        if name == "MessageAbortedError":
+            return Done("canceled", "The turn was aborted.")
+        return Done("failed", f"OpenCode reported {name}: {sentence}")
+
+
+def _usage(part: dict[str, Any]) -> Usage:
+    tokens = part.get("tokens") or {}
+    return Usage(
+        input_tokens=int(tokens.get("input") or 0),
+        output_tokens=int(tokens.get("output") or 0),
+        reasoning_tokens=int(tokens.get("reasoning") or 0),
+        cost=float(part.get("cost") or 0.0),
+    )

@@ -1,0 +1,38 @@
+"""The agent card, from the config; interface URLs from the advertised URL, never from a request."""
+
+from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentProvider, AgentSkill
+
+from a2a_wrapper.config import AgentSettings, Skill
+
+JSONRPC_PATH = "/a2a/jsonrpc"
+REST_PATH = "/a2a/rest"
+CARD_PATH = "/.well-known/agent-card.json"
+
+
+def build_card(settings: AgentSettings) -> AgentCard:
+    card = settings.card
+    base = settings.advertised_url
+    interfaces = [
+        AgentInterface(url=base + path, protocol_binding=binding, protocol_version=version)
+        for version in ("1.0", "0.3")
+        for path, binding in ((JSONRPC_PATH, "JSONRPC"), (REST_PATH, "HTTP+JSON"))
+    ]
+    skills = card.skills or [Skill(id="coding", name="Coding", description=card.description, tags=["coding"])]
+    result = AgentCard(
+        name=card.name,
+        description=card.description,
+        version=card.version,
+        supported_interfaces=interfaces,
+        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        default_input_modes=card.default_input_modes,
+        default_output_modes=card.default_output_modes,
+        skills=[
+            AgentSkill(id=s.id, name=s.name, description=s.description or s.name, tags=s.tags, examples=s.examples)
+            for s in skills
+        ],
+    )
+    if card.provider is not None:
+        result.provider.CopyFrom(AgentProvider(organization=card.provider.organization, url=card.provider.url))
+    if card.documentation_url:
+        result.documentation_url = card.documentation_url
+    return result

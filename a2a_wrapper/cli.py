@@ -1,0 +1,167 @@
+"""`a2a-wrap`: run an agent, the demo, the offline model; check configs; install backends."""
+
+import asyncio
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from google.protobuf.json_format import MessageToDict
+
+from a2a_wrapper import installer
+from a2a_wrapper.card import build_card
+from a2a_wrapper.config import AgentSettings
+from a2a_wrapper.config_file import load_config
+from a2a_wrapper.errors import WrapperError
+
+CONFIG_OPTION = click.option(
+    "--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), help="The agent's config file."
+)
+
+
+def _overrides(**flags: Any) -> dict[str, Any]:
+    """Only the flags the user typed, nested as the config's sections."""
+    sections = {"port": "server", "host": "server", "advertise_url": "server", "log_level": "logging"}
+    names = {"log_level": "level"}
+    result: dict[str, Any] = {}
+    for key, value in flags.items():
+        if value is None:
+            continue
+        if key in sections:
+            result.setdefault(sections[key], {})[names.get(key, key)] = value
+        else:
+            result[key] = value
+    return result
+
+
+def serve_options(function: Any) -> Any:
+    for option in reversed(
+        [
+            CONFIG_OPTION,
+            click.option("--port", type=int, help="Port to listen on (overrides server.port)."),
+            click.option("--host", help="Address to bind (overrides server.host)."),
+            click.option("--advertise-url", help="Base URL written into the agent card."),
+            click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path), help="State folder."),
+            click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False)),
+        ]
+    ):
+        function = option(function)
+    return function
+
+
+def setup_logging(level: str) -> None:
+    logging.basicConfig(
+        level=level.upper(), format="%(asctime)s %(levelname)-7s %(name)s: %(message)s", stream=sys.stderr, force=True
+    )
+
+
+def _load(config_path: Path | None, **flags: Any) -> AgentSettings:
+    if config_path is None:
+        raise click.UsageError("--config is required (a YAML or JSON agent config)")
+    try:
+        return load_config(config_path, _overrides(**flags))
+    except WrapperError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def _run(coroutine: Any) -> None:
+    try:
+        asyncio.run(coroutine)
+    except KeyboardInterrupt:
+        pass
+    except WrapperError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@serve_options
+@click.pass_context
+def main(ctx: click.Context, config_path: Path | None, **flags: Any) -> None:
+    """Run coding agents (OpenCode; Copilot and ACP agents to come) as A2A agents."""
+    if ctx.invoked_subcommand is None:
+        if config_path is None:
+            click.echo(ctx.get_help())
+            ctx.exit(2)
+        ctx.invoke(serve, config_path=config_path, **flags)
+
+
+@main.command()
+@serve_options
+def serve(config_path: Path | None, **flags: Any) -> None:
+    """Run one agent from its config."""
+    from a2a_wrapper.agent import serve as serve_agent
+
+    settings = _load(config_path, **flags)
+    setup_logging(settings.logging.level)
+    _run(serve_agent(settings))
+
+
+@main.command()
+@CONFIG_OPTION
+def check(config_path: Path | None) -> None:
+    """Validate a config; print the effective config (secrets masked) and the agent card."""
+    settings = _load(config_path)
+    click.echo("# effective config")
+    click.echo(json.dumps(settings.model_dump(mode="json"), indent=2))
+    click.echo("# agent card")
+    click.echo(json.dumps(MessageToDict(build_card(settings)), indent=2))
+
+
+@main.command()
+def schema() -> None:
+    """Print the JSON Schema of the agent config file."""
+    click.echo(json.dumps(AgentSettings.model_json_schema(), indent=2))
+
+
+@main.command()
+@click.option("--port", type=int, default=8765, show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True)
+def model(port: int, host: str) -> None:
+    """Run the offline model (an OpenAI-compatible chat-completions server) alone."""
+    from a2a_wrapper.offline_model import run
+
+    setup_logging("INFO")
+    run(host, port)
+
+
+@main.command()
+@click.option("--port", type=int, default=8000, show_default=True, help="Port of the demo agent.")
+@click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path), help="State folder.")
+def demo(port: int, state_dir: Path | None) -> None:
+    """The offline model plus one OpenCode agent; prints the card URL and a command to try."""
+    from a2a_wrapper.demo import run_demo
+
+    setup_logging("INFO")
+    _run(run_demo(port, state_dir))
+
+
+@main.group()
+def backends() -> None:
+    """Manage the pinned backend binaries."""
+
+
+@backends.command("install")
+@click.argument("kinds", nargs=-1)
+def backends_install(kinds: tuple[str, ...]) -> None:
+    """Install the pinned backends from the npm registry (all when none named)."""
+    setup_logging("INFO")
+    for kind in kinds or tuple(installer.PINNED):
+        if kind not in installer.PINNED:
+            raise click.BadParameter(f"unknown backend {kind!r}; known: {', '.join(installer.PINNED)}")
+        try:
+            path = asyncio.run(installer.install(kind))
+        except WrapperError as exc:
+            raise click.ClickException(str(exc)) from exc
+        click.echo(f"{kind}: {path}")
+
+
+@backends.command("path")
+@click.argument("kind")
+def backends_path(kind: str) -> None:
+    """Print where the installed backend binary is."""
+    try:
+        click.echo(installer.find_binary(kind))
+    except (WrapperError, KeyError) as exc:
+        raise click.ClickException(str(exc)) from exc

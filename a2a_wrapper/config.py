@@ -1,0 +1,159 @@
+"""The agent's configuration: one pydantic-settings model merging defaults, file, environment and flags.
+
+Precedence, low to high: defaults, the config file, `A2A_WRAP_*` environment variables
+(nested with `__`, e.g. `A2A_WRAP_SERVER__PORT`), then CLI flags.
+"""
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic.alias_generators import to_camel
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
+
+
+class Section(BaseModel):
+    """A config section: unknown keys are errors; snake_case and camelCase keys both accepted."""
+
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True, validate_default=True)
+
+
+class Skill(Section):
+    id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    description: str = ""
+    tags: list[str] = []
+    examples: list[str] = []
+
+
+class CardProvider(Section):
+    organization: str
+    url: str = ""
+
+
+class CardSettings(Section):
+    name: str = Field(min_length=1, description="The agent's name, shown in its card and logs.")
+    description: str = "A coding agent served over A2A."
+    version: str = "0.1.0"
+    skills: list[Skill] = []
+    default_input_modes: list[str] = ["text/plain", "application/json"]
+    default_output_modes: list[str] = ["text/plain", "application/json"]
+    provider: CardProvider | None = None
+    documentation_url: str | None = None
+
+
+class ServerSettings(Section):
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=0, le=65535)
+    advertise_url: str | None = Field(None, description="Base URL written into the card; default http://HOST:PORT.")
+    max_body_bytes: int = Field(10 * 1024 * 1024, gt=0, description="Larger requests are refused (413).")
+
+    @field_validator("advertise_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^https?://[^/\s]+", value):
+            raise ValueError(f"must be an http(s) URL, got {value!r}")
+        return value.rstrip("/") if value else value
+
+
+class ModelProvider(Section):
+    """A custom OpenAI-compatible provider (the offline model, a local server, a proxy)."""
+
+    id: str = Field(pattern=r"^[A-Za-z0-9_-]+$")
+    name: str | None = None
+    base_url: str = Field(pattern=r"^https?://")
+    api_key: SecretStr = SecretStr("not-needed")
+    models: list[str] = Field(min_length=1)
+
+
+MODEL_PATTERN = r"^[A-Za-z0-9_.-]+/.+$"
+
+
+class OpenCodeBackend(Section):
+    kind: Literal["opencode"] = "opencode"
+    binary: Path | None = Field(None, description="opencode binary; default: the managed install.")
+    base_url: str | None = Field(
+        None, pattern=r"^https?://", description="Attach to a running `opencode serve` instead of spawning."
+    )
+    username: str = "opencode"
+    password: SecretStr | None = None
+    workdir: Path = Field(
+        Path("workspace"), description="The agent's workspace, created if missing; relative to the config file."
+    )
+    model: str = Field("offline/offline-model", pattern=MODEL_PATTERN, description="provider/model")
+    agent: str | None = None
+    system_prompt: str | None = None
+    system_prompt_file: Path | None = None
+    system_prompt_mode: Literal["append", "replace"] = "append"
+    provider: ModelProvider | None = None
+    opencode_config: dict[str, Any] = Field({}, description="Raw OpenCode config merged in last.")
+    env: dict[str, str] = {}
+    startup_timeout: float = Field(60.0, gt=0)
+
+
+Backend = Annotated[OpenCodeBackend, Field(discriminator="kind")]
+BACKEND_KINDS = ("opencode",)
+
+
+class SessionSettings(Section):
+    ttl: float = Field(3600.0, ge=0, description="Idle seconds before a context's session ends; 0 = never.")
+    max_count: int = Field(1000, gt=0)
+
+
+class TimeoutSettings(Section):
+    turn: float = Field(600.0, gt=0, description="Seconds one turn may run before it is aborted.")
+
+
+class LoggingSettings(Section):
+    level: LogLevel = "INFO"
+
+    @field_validator("level", mode="before")
+    @classmethod
+    def _upper(cls, value: Any) -> Any:
+        aliases = {"WARN": "WARNING"}
+        if isinstance(value, str):
+            return aliases.get(value.upper(), value.upper())
+        return value
+
+
+class AgentSettings(BaseSettings):
+    """One agent: its card, server, backend and policies."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="A2A_WRAP_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        alias_generator=to_camel,
+        populate_by_name=True,
+        validate_default=True,
+    )
+
+    card: CardSettings
+    server: ServerSettings = ServerSettings()
+    backend: Backend = OpenCodeBackend()
+    sessions: SessionSettings = SessionSettings()
+    timeouts: TimeoutSettings = TimeoutSettings()
+    logging: LoggingSettings = LoggingSettings()
+    auto_approve: bool = Field(False, description="Until shield rules exist: allow (true) or deny every tool.")
+    state_dir: Path | None = Field(None, description="Tasks, sessions, backend home; default per agent.")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings)
+
+    @property
+    def advertised_url(self) -> str:
+        if self.server.advertise_url:
+            return self.server.advertise_url
+        host = "127.0.0.1" if self.server.host in ("0.0.0.0", "::", "") else self.server.host
+        return f"http://{host}:{self.server.port}"

@@ -1,0 +1,136 @@
+"""Reading a config file: YAML or JSON, `${VAR}` substitution, Node configs translated, errors that name the key."""
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+from pydantic_settings import BaseSettings, InitSettingsSource, PydanticBaseSettingsSource
+
+from a2a_wrapper.config import BACKEND_KINDS, AgentSettings
+from a2a_wrapper.errors import ConfigError
+from a2a_wrapper.node_config import is_node_config, translate_node_config
+
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def load_config(path: Path | str, overrides: dict[str, Any] | None = None) -> AgentSettings:
+    """Load and validate one agent's config; `overrides` (from CLI flags) win over file and environment."""
+    path = Path(path).resolve()
+    raw = read_config_file(path)
+    data = translate_node_config(raw) if is_node_config(raw) else raw
+    data = _substitute(data, path, ())
+    settings = _validate(data, overrides or {}, path)
+    return _resolve_paths(settings, path.parent)
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the config file ({exc.strerror})") from exc
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of sections, got {type(data).__name__}")
+    return _drop_comments(data)
+
+
+def _drop_comments(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop_comments(v) for k, v in value.items() if k != "$comment"}
+    if isinstance(value, list):
+        return [_drop_comments(v) for v in value]
+    return value
+
+
+def _substitute(value: Any, path: Path, location: tuple[str, ...]) -> Any:
+    if isinstance(value, dict):
+        return {k: _substitute(v, path, (*location, str(k))) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute(v, path, (*location, str(i))) for i, v in enumerate(value)]
+    if isinstance(value, str):
+        return _VARIABLE.sub(lambda match: _lookup(match, path, location), value)
+    return value
+
+
+def _lookup(match: re.Match[str], path: Path, location: tuple[str, ...]) -> str:
+    name, default = match.group(1), match.group(2)
+    if name in os.environ:
+        return os.environ[name]
+    if default is not None:
+        return default
+    key = ".".join(location)
+    raise ConfigError(f"{path}: {key}: environment variable {name} is not set (write ${{{name}:-default}})")
+
+
+def _validate(data: dict[str, Any], overrides: dict[str, Any], path: Path) -> AgentSettings:
+    class FileSettings(AgentSettings):
+        @classmethod
+        def settings_customise_sources(
+            cls,
+            settings_cls: type[BaseSettings],
+            init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource,
+            dotenv_settings: PydanticBaseSettingsSource,
+            file_secret_settings: PydanticBaseSettingsSource,
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            return (init_settings, env_settings, InitSettingsSource(settings_cls, init_kwargs=data))
+
+    try:
+        loaded = FileSettings(**overrides)
+    except ValidationError as exc:
+        raise ConfigError(describe_errors(exc, path)) from exc
+    return AgentSettings.model_validate(loaded.model_dump(by_alias=False))
+
+
+def describe_errors(exc: ValidationError, path: Path) -> str:
+    """One line per problem: file, dotted key, what is wrong and the value given."""
+    lines = []
+    for error in exc.errors():
+        loc = list(error["loc"])
+        if len(loc) > 1 and loc[0] == "backend" and loc[1] in BACKEND_KINDS:
+            del loc[1]  # the discriminator's tag, not a key the user wrote
+        key = ".".join(str(part) for part in loc) or "(top level)"
+        message = error["msg"]
+        if error["type"] == "extra_forbidden":
+            message = "unknown key"
+        value = error.get("input")
+        shown = "" if error["type"] == "missing" else f" (got {_short(value)})"
+        lines.append(f"{path}: {key}: {message}{shown}")
+    return "\n".join(lines)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _resolve_paths(settings: AgentSettings, base: Path) -> AgentSettings:
+    backend = settings.backend
+    updates: dict[str, Any] = {"workdir": (base / backend.workdir).resolve()}
+    if backend.binary is not None:
+        updates["binary"] = (base / backend.binary).resolve()
+    if backend.system_prompt_file is not None:
+        prompt_file = (base / backend.system_prompt_file).resolve()
+        try:
+            updates["system_prompt"] = prompt_file.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(
+                f"{base}: backend.system_prompt_file: cannot read {prompt_file} ({exc.strerror})"
+            ) from exc
+        updates["system_prompt_file"] = prompt_file
+    state_dir = settings.state_dir
+    state_dir = (base / state_dir).resolve() if state_dir else default_state_dir(settings.card.name)
+    return settings.model_copy(update={"backend": backend.model_copy(update=updates), "state_dir": state_dir})
+
+
+def default_state_dir(agent_name: str) -> Path:
+    root = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+    slug = re.sub(r"[^a-z0-9]+", "-", agent_name.lower()).strip("-") or "agent"
+    return root / "a2a-wrapper" / slug

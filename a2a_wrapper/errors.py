@@ -1,0 +1,33 @@
+"""The project's exception tree.
+
+WrapperError
+├── ConfigError            a config file or override that cannot be used
+├── InstallError           a backend binary that cannot be found or installed
+└── BackendError           the backend failed; the message is a sentence for the caller
+    ├── BackendUnavailable the backend process is down or not reachable
+    └── TurnTimeout        a turn ran past its limit and was aborted
+"""
+
+
+class WrapperError(Exception):
+    """Base of every error this package raises on purpose."""
+
+
+class ConfigError(WrapperError):
+    """A config that cannot be used; the message names the file, the key and the value."""
+
+
+class InstallError(WrapperError):
+    """A backend binary that is missing or could not be installed."""
+
+
+class BackendError(WrapperError):
+    """The backend reported a failure; the message is meant for the A2A caller."""
+
+
+class BackendUnavailable(BackendError):
+    """The backend process is not running or does not answer."""
+
+
+class TurnTimeout(BackendError):
+    """A turn ran longer than its configured limit."""

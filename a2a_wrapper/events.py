@@ -1,0 +1,84 @@
+"""StreamEvent: the one vocabulary every backend adapter translates its events into."""
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    """A delta of the answer."""
+
+    delta: str
+
+
+@dataclass(frozen=True, slots=True)
+class Thought:
+    """A delta of reasoning; never part of the answer."""
+
+    delta: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    id: str
+    tool: str
+    status: Literal["pending", "running", "completed", "failed"]
+    title: str = ""
+    arguments: dict[str, Any] = field(default_factory=dict)
+    locations: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    id: str
+    tool: str
+    status: Literal["completed", "failed"]
+    output: str = ""
+    diff: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Permission:
+    """The backend asks whether a tool call may run."""
+
+    id: str
+    kind: str
+    tool: str
+    paths: tuple[str, ...] = ()
+    command: str | None = None
+    url: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    id: str
+    text: str
+    options: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost: float = 0.0
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
+            self.cost + other.cost,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """The turn ended: `completed`, `failed` (with the backend's sentence) or `canceled`."""
+
+    outcome: Literal["completed", "failed", "canceled"]
+    sentence: str = ""
+
+
+StreamEvent = Text | Thought | ToolCall | ToolResult | Permission | Question | Usage | Done

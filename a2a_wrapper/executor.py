@@ -1,0 +1,117 @@
+"""The a2a-sdk executor: one A2A request drives one backend turn, mapped through the TaskReporter."""
+
+import asyncio
+import logging
+
+from a2a.helpers import new_text_part
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.tasks import TaskUpdater
+from a2a.types import Task, TaskState, TaskStatus
+
+from a2a_wrapper.backends.base import Backend, Turn
+from a2a_wrapper.errors import BackendError
+from a2a_wrapper.events import Done, Permission, Question, StreamEvent, Text, Thought, ToolCall, ToolResult, Usage
+from a2a_wrapper.permissions import PermissionPolicy
+from a2a_wrapper.prompts import UnusableMessage, prompt_from_message
+from a2a_wrapper.reporter import TaskReporter
+from a2a_wrapper.sessions import SessionMap
+
+log = logging.getLogger(__name__)
+
+NO_PERSON = "No person is attached to answer questions yet; decide on your own and say what you assumed."
+
+
+class TurnExecutor(AgentExecutor):
+    def __init__(self, backend: Backend, sessions: SessionMap, policy: PermissionPolicy, turn_timeout: float) -> None:
+        self._backend = backend
+        self._sessions = sessions
+        self._policy = policy
+        self._turn_timeout = turn_timeout
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        assert context.task_id is not None and context.message is not None
+        current = context.current_task
+        context_id = current.context_id if current else context.context_id
+        assert context_id is not None
+        updater = TaskUpdater(event_queue, context.task_id, context_id)
+        if current is None:
+            await event_queue.enqueue_event(
+                Task(
+                    id=context.task_id,
+                    context_id=context_id,
+                    status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
+                    history=[context.message],
+                )
+            )
+        try:
+            prompt = prompt_from_message(context.message)
+        except UnusableMessage as exc:
+            await updater.reject(updater.new_agent_message([new_text_part(f"Message refused: {exc}.")]))
+            return
+        reporter = TaskReporter(updater)
+        async with self._sessions.hold(context_id):
+            try:
+                opened = await self._sessions.session_for(context_id)
+            except BackendError as exc:
+                await reporter.finish(Done("failed", f"The backend could not open a session: {exc}"))
+                return
+            reporter.metadata.update({"session": opened.session.id, "sessionRecreated": opened.recreated})
+            await reporter.working()
+            turn = self._backend.turn(opened.session, prompt)
+            await self._drive(turn, reporter)
+
+    async def _drive(self, turn: Turn, reporter: TaskReporter) -> None:
+        try:
+            async with asyncio.timeout(self._turn_timeout):
+                async for event in turn:
+                    if isinstance(event, Done):
+                        await reporter.finish(event)
+                        return
+                    await self._handle(event, turn, reporter)
+            await reporter.finish(Done("failed", "The backend ended the turn without saying it was done."))
+        except TimeoutError:
+            await _abort(turn)
+            await reporter.finish(
+                Done("failed", f"The turn ran past its {self._turn_timeout:g} s limit and was aborted.")
+            )
+        except asyncio.CancelledError:
+            await asyncio.shield(_abort(turn))
+            raise
+
+    async def _handle(self, event: StreamEvent, turn: Turn, reporter: TaskReporter) -> None:
+        match event:
+            case Text():
+                await reporter.text(event)
+            case Thought():
+                reporter.thought(event)
+            case Usage():
+                reporter.usage(event)
+            case ToolCall():
+                await reporter.tool_call(event)
+            case ToolResult():
+                await reporter.tool_result(event)
+            case Permission():
+                decision = self._policy.decide(event)
+                if decision.outcome != "allow":
+                    decision = type(decision)("deny", decision.reason, decision.rule)
+                await turn.reply(event.id, decision.outcome, decision.reason)
+                await reporter.permission(event, decision)
+            case Question():
+                await turn.answer(event.id, None)
+                await reporter.question_declined(event, NO_PERSON)
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        task = context.current_task
+        assert context.task_id is not None
+        context_id = task.context_id if task else context.context_id
+        assert context_id is not None
+        updater = TaskUpdater(event_queue, context.task_id, context_id)
+        await updater.cancel(updater.new_agent_message([new_text_part("The task was canceled by the caller.")]))
+
+
+async def _abort(turn: Turn) -> None:
+    try:
+        await turn.abort()
+    except BackendError as exc:
+        log.warning("abort failed: %s", exc)

@@ -1,0 +1,11 @@
+"""A deterministic, offline, OpenAI-compatible streaming chat-completions server.
+
+Prompt directives steer it (`[[tool:bash {"command": "ls"}]]`, `[[think:...]]`, `[[slow:2]]`,
+`[[error:500]]`, `[[turns]]`, `[[long:50]]`, `[[echo-system]]`, `[[question:{...}]]`); tests can also
+queue scripted steps through `POST /control/script`.
+"""
+
+from a2a_wrapper.offline_model.runner import OfflineModel, run
+from a2a_wrapper.offline_model.server import MODEL_ID, SMALL_MODEL_ID, create_app
+
+__all__ = ["MODEL_ID", "SMALL_MODEL_ID", "OfflineModel", "create_app", "run"]

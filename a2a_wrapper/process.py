@@ -1,0 +1,111 @@
+"""A child process in its own process group: output logged line by line, readiness by a line, bounded stop."""
+
+import asyncio
+import logging
+import os
+import re
+import signal
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from a2a_wrapper.errors import BackendUnavailable
+
+log = logging.getLogger(__name__)
+
+
+class ChildProcess:
+    """Spawns `argv` in a new session; `wait_ready` returns the first match of the ready pattern."""
+
+    def __init__(self, name: str, argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> None:
+        self.name = name
+        self._argv = list(argv)
+        self._env = dict(env)
+        self._cwd = cwd
+        self._process: asyncio.subprocess.Process | None = None
+        self._pump: asyncio.Task[None] | None = None
+        self._ready_pattern: re.Pattern[str] | None = None
+        self._ready: asyncio.Future[re.Match[str]] | None = None
+        self._tail: list[str] = []
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.returncode is None
+
+    async def start(self, ready_pattern: str) -> None:
+        self._ready_pattern = re.compile(ready_pattern)
+        self._ready = asyncio.get_running_loop().create_future()
+        self._process = await asyncio.create_subprocess_exec(
+            *self._argv,
+            cwd=self._cwd,
+            env=self._env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
+        log.info("[%s] started %s (pid %s)", self.name, Path(self._argv[0]).name, self._process.pid)
+        self._pump = asyncio.create_task(self._read_output(), name=f"{self.name}-output")
+
+    async def wait_ready(self, timeout: float) -> re.Match[str]:
+        assert self._ready is not None, "start() first"
+        try:
+            async with asyncio.timeout(timeout):
+                return await asyncio.shield(self._ready)
+        except TimeoutError:
+            raise BackendUnavailable(
+                f"{self.name} did not become ready within {timeout:.0f} s; last output: {self.last_output()}"
+            ) from None
+
+    def last_output(self) -> str:
+        return " | ".join(self._tail[-5:]) or "(none)"
+
+    async def wait(self) -> int:
+        assert self._process is not None
+        return await self._process.wait()
+
+    async def _read_output(self) -> None:
+        assert self._process is not None and self._process.stdout is not None
+        async for raw in self._process.stdout:
+            line = raw.decode(errors="replace").rstrip()
+            self._tail = [*self._tail[-19:], line]
+            log.debug("[%s] %s", self.name, line)
+            if self._ready is not None and not self._ready.done() and self._ready_pattern:
+                match = self._ready_pattern.search(line)
+                if match:
+                    self._ready.set_result(match)
+        code = await self._process.wait()
+        if self._ready is not None and not self._ready.done():
+            self._ready.set_exception(
+                BackendUnavailable(f"{self.name} exited with code {code} before it was ready: {self.last_output()}")
+            )
+        log.info("[%s] pid %s exited with code %s", self.name, self._process.pid, code)
+
+    async def stop(self, grace: float = 5.0) -> None:
+        """SIGTERM to the group, a bounded wait, then SIGKILL."""
+        process = self._process
+        if process is None:
+            return
+        if process.returncode is None:
+            self._signal_group(process.pid, signal.SIGTERM)
+            try:
+                async with asyncio.timeout(grace):
+                    await process.wait()
+            except TimeoutError:
+                log.warning("[%s] pid %s ignored SIGTERM for %.0f s; killing", self.name, process.pid, grace)
+        self._signal_group(process.pid, signal.SIGKILL)  # children left behind in the group, if any
+        await process.wait()
+        if self._pump is not None:
+            await self._pump
+        if self._ready is not None and not self._ready.done():
+            self._ready.cancel()
+
+    @staticmethod
+    def _signal_group(pid: int, sig: signal.Signals) -> None:
+        try:
+            os.killpg(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass

@@ -1,0 +1,105 @@
+"""StreamEvents → A2A task updates, per the table in DESIGN.md."""
+
+import dataclasses
+import uuid
+from typing import Any
+
+from a2a.helpers import new_data_part, new_text_part
+from a2a.server.tasks import TaskUpdater
+from a2a.types import TaskState
+
+from a2a_wrapper.events import Done, Permission, Question, Text, Thought, ToolCall, ToolResult, Usage
+from a2a_wrapper.permissions import Decision
+
+META = "a2a-wrapper"  # namespace of this project's metadata keys
+_STATES = {
+    "completed": TaskState.TASK_STATE_COMPLETED,
+    "failed": TaskState.TASK_STATE_FAILED,
+    "canceled": TaskState.TASK_STATE_CANCELED,
+}
+
+
+class TaskReporter:
+    """Streams the answer as chunks of one `response` artifact and everything else as status updates."""
+
+    def __init__(self, updater: TaskUpdater) -> None:
+        self._updater = updater
+        self._response_id = f"response-{uuid.uuid4().hex[:12]}"
+        self._answer_started = False
+        self._thought: list[str] = []
+        self._usage = Usage()
+        self.metadata: dict[str, Any] = {}
+
+    async def working(self) -> None:
+        await self._updater.update_status(
+            TaskState.TASK_STATE_WORKING, metadata={META: self.metadata} if self.metadata else None
+        )
+
+    async def text(self, event: Text) -> None:
+        if not event.delta:
+            return
+        await self._flush_thought()
+        await self._updater.add_artifact(
+            [new_text_part(event.delta)],
+            artifact_id=self._response_id,
+            name="response",
+            append=self._answer_started,
+            last_chunk=False,
+        )
+        self._answer_started = True
+
+    def thought(self, event: Thought) -> None:
+        self._thought.append(event.delta)
+
+    def usage(self, event: Usage) -> None:
+        self._usage = self._usage + event
+
+    async def tool_call(self, event: ToolCall) -> None:
+        await self._data_status({"type": "tool_call", **_plain(event)})
+
+    async def tool_result(self, event: ToolResult) -> None:
+        await self._data_status({"type": "tool_result", **_plain(event)})
+
+    async def permission(self, event: Permission, decision: Decision) -> None:
+        await self._data_status(
+            {
+                "type": "permission",
+                "id": event.id,
+                "tool": event.tool,
+                "kind": event.kind,
+                "paths": list(event.paths),
+                "command": event.command,
+                "url": event.url,
+                "decision": decision.outcome,
+                "reason": decision.reason,
+                "rule": decision.rule,
+            }
+        )
+
+    async def question_declined(self, event: Question, reason: str) -> None:
+        await self._data_status({"type": "question", "id": event.id, "text": event.text, "declined": reason})
+
+    async def finish(self, done: Done) -> None:
+        await self._flush_thought()
+        if self._answer_started:
+            await self._updater.add_artifact(
+                [new_text_part("")], artifact_id=self._response_id, name="response", append=True, last_chunk=True
+            )
+        metadata = {META: {**self.metadata, "usage": dataclasses.asdict(self._usage)}}
+        message = self._updater.new_agent_message([new_text_part(done.sentence)]) if done.sentence else None
+        await self._updater.update_status(_STATES[done.outcome], message=message, metadata=metadata)
+
+    async def _data_status(self, data: dict[str, Any]) -> None:
+        await self._flush_thought()
+        message = self._updater.new_agent_message([new_data_part(data)])
+        await self._updater.update_status(TaskState.TASK_STATE_WORKING, message=message)
+
+    async def _flush_thought(self) -> None:
+        if self._thought:
+            thought, self._thought = "".join(self._thought), []
+            await self._updater.update_status(TaskState.TASK_STATE_WORKING, metadata={META: {"thought": thought}})
+
+
+def _plain(event: ToolCall | ToolResult) -> dict[str, Any]:
+    data = dataclasses.asdict(event)
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in data.items() if v is not None}
