@@ -1,8 +1,10 @@
 """One agent: backend, state, executor and front end, started and stopped as pairs."""
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import AsyncIterator
+import signal
+from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 
@@ -56,20 +58,53 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         yield RunningAgent(settings, app, backend, sessions)
 
 
+class _Server(uvicorn.Server):
+    """uvicorn without its own signal handling: `serve` records signals and tears the agent down itself."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
 async def serve(settings: AgentSettings) -> None:
-    """Run one agent until interrupted."""
-    async with running_agent(settings) as agent:
-        config = uvicorn.Config(
-            agent.app,
-            host=settings.server.host,
-            port=settings.server.port,
-            log_config=None,
-            timeout_graceful_shutdown=10,
-            lifespan="off",
-        )
-        server = uvicorn.Server(config)
-        log.info("agent %r serving; card at %s", settings.card.name, agent.card_url)
-        await server.serve()
+    """Run one agent until SIGINT or SIGTERM; a second signal forces the exit. The backend always stops."""
+    loop = asyncio.get_running_loop()
+    main = asyncio.current_task()
+    assert main is not None
+    server: _Server | None = None
+    signals = 0
+
+    def on_signal() -> None:
+        nonlocal signals
+        signals += 1
+        if server is None:
+            main.cancel()  # still starting: unwind what has started
+            return
+        server.should_exit = True
+        server.force_exit = signals > 1
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal)
+    try:
+        async with running_agent(settings) as agent:
+            config = uvicorn.Config(
+                agent.app,
+                host=settings.server.host,
+                port=settings.server.port,
+                log_config=None,
+                timeout_graceful_shutdown=10,
+                lifespan="off",
+            )
+            server = _Server(config)
+            log.info("agent %r serving; card at %s", settings.card.name, agent.card_url)
+            await server.serve()
+    except asyncio.CancelledError:
+        if not signals:
+            raise
+        log.info("agent %r stopped during start-up", settings.card.name)
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
 
 
 async def _cancel(task: asyncio.Task[None]) -> None:

@@ -22,6 +22,7 @@ class Thought:
 class ToolCall:
     id: str
     tool: str
+    kind: str
     status: Literal["pending", "running", "completed", "failed"]
     title: str = ""
     arguments: dict[str, Any] = field(default_factory=dict)
@@ -32,6 +33,7 @@ class ToolCall:
 class ToolResult:
     id: str
     tool: str
+    kind: str
     status: Literal["completed", "failed"]
     output: str = ""
     diff: str | None = None

@@ -89,6 +89,8 @@ class ChildProcess:
         process = self._process
         if process is None:
             return
+        if self._ready is not None and not self._ready.done():
+            self._ready.cancel()  # nobody waits for readiness of a process being stopped
         if process.returncode is None:
             self._signal_group(process.pid, signal.SIGTERM)
             try:
@@ -100,8 +102,6 @@ class ChildProcess:
         await process.wait()
         if self._pump is not None:
             await self._pump
-        if self._ready is not None and not self._ready.done():
-            self._ready.cancel()
 
     @staticmethod
     def _signal_group(pid: int, sig: signal.Signals) -> None:

@@ -53,6 +53,7 @@ BASH_TOOL = {"type": "function", "function": {"name": "bash", "parameters": {"ty
         ("[[turns]] [[long:5]] [[echo-system]]", Directives(turns=True, long=5, echo_system=True)),
         ("<current_datetime>2025-01-01T10:00Z</current_datetime>\n\nhello", Directives(text="hello")),
         ("a[[turns]]b", Directives(text="a b", turns=True)),
+        ("[[[turns]]", Directives(text="[", turns=True)),
         # Not directives: left in the text as written.
         ("[[error:200]]", Directives(text="[[error:200]]")),
         ("[[tool:bash {broken]] rest", Directives(text="[[tool:bash {broken]] rest")),
@@ -87,19 +88,41 @@ TWO_TOOLS = '[[tool:read {"filePath": "a"}]] [[tool:bash {"command": "ls"}]]'
     [
         ([user("hi  there")], "Offline model reply: hi there", ()),
         ([user("")], "Offline model reply: (empty)", ()),
-        ([user([{"type": "text", "text": "from"}, {"type": "text", "text": " parts"}])], "Offline model reply: from parts", ()),
+        (
+            [user([{"type": "text", "text": "from"}, {"type": "text", "text": " parts"}])],
+            "Offline model reply: from parts",
+            (),
+        ),
         ([user("<current_datetime>now</current_datetime>\n\nhey")], "Offline model reply: hey", ()),
         ([user(TWO_TOOLS)], "", (ToolCall("read", '{"filePath": "a"}'),)),
-        ([user(TWO_TOOLS), tool_call("c1", "read"), tool_result("c1", "x")], "", (ToolCall("bash", '{"command": "ls"}'),)),
         (
-            [user(TWO_TOOLS), tool_call("c1", "read"), tool_result("c1", "x"), tool_call("c2", "bash"), tool_result("c2", " a\n b ")],
+            [user(TWO_TOOLS), tool_call("c1", "read"), tool_result("c1", "x")],
+            "",
+            (ToolCall("bash", '{"command": "ls"}'),),
+        ),
+        (
+            [
+                user(TWO_TOOLS),
+                tool_call("c1", "read"),
+                tool_result("c1", "x"),
+                tool_call("c2", "bash"),
+                tool_result("c2", " a\n b "),
+            ],
             "Tool bash returned: a b",
             (),
         ),
         ([user("[[tool:bash {}]]"), tool_call("c9", "bash"), tool_result("c9", "")], "Tool bash returned: (empty)", ()),
-        ([user("one"), user("two"), {"role": "assistant", "content": "ok"}, user("[[turns]]")], "This conversation holds 3 user messages.", ()),
+        (
+            [user("one"), user("two"), {"role": "assistant", "content": "ok"}, user("[[turns]]")],
+            "This conversation holds 3 user messages.",
+            (),
+        ),
         ([user("[[long:4]]")], "word1 word2 word3 word4", ()),
-        ([{"role": "system", "content": "Be\n\nterse."}, user("[[echo-system]]")], "System prompt starts: Be terse.", ()),
+        (
+            [{"role": "system", "content": "Be\n\nterse."}, user("[[echo-system]]")],
+            "System prompt starts: Be terse.",
+            (),
+        ),
         ([user("[[echo-system]]")], "System prompt starts: (none)", ()),
     ],
 )
@@ -145,7 +168,9 @@ class Streamed:
     done: bool = False
 
     def deltas(self, key: str) -> list[Any]:
-        return [c["choices"][0]["delta"][key] for c in self.chunks if c["choices"] and key in c["choices"][0]["delta"]]
+        """Values of `key` in the deltas after the opening role chunk."""
+        found = (c["choices"][0]["delta"] for c in self.chunks if c["choices"])
+        return [delta[key] for delta in found if key in delta and "role" not in delta]
 
     @property
     def text(self) -> str:
@@ -222,8 +247,8 @@ async def test_plain_reply_streams_like_openai(model: OfflineModel, http: aiohtt
     first, *_, finish, usage = reply.chunks
     assert first["choices"][0]["delta"] == {"role": "assistant", "content": ""}
     assert finish["choices"][0] == {"index": 0, "delta": {}, "logprobs": None, "finish_reason": "stop"}
-    assert usage["choices"] == [] and usage["usage"]["completion_tokens"] == 10
-    assert usage["usage"]["total_tokens"] == usage["usage"]["prompt_tokens"] + 10
+    assert usage["choices"] == [] and usage["usage"]["completion_tokens"] == 11
+    assert usage["usage"]["total_tokens"] == usage["usage"]["prompt_tokens"] + 11
     assert reply.done
     assert {(c["object"], c["model"], c["id"]) for c in reply.chunks} == {
         ("chat.completion.chunk", "someone-elses-model", first["id"])
@@ -233,7 +258,9 @@ async def test_plain_reply_streams_like_openai(model: OfflineModel, http: aiohtt
 async def test_tool_call_streams_arguments_in_pieces(model: OfflineModel, http: aiohttp.ClientSession) -> None:
     arguments = {"command": "echo ]] done > out.txt", "timeout": 5}
     async with asyncio.timeout(DEADLINE):
-        reply = await stream(http, f"{model.base_url}/chat/completions", chat_body(user(f"[[tool:bash {json.dumps(arguments)}]]")))
+        reply = await stream(
+            http, f"{model.base_url}/chat/completions", chat_body(user(f"[[tool:bash {json.dumps(arguments)}]]"))
+        )
     [call] = reply.tool_calls()
     assert call["name"] == "bash" and call["id"].startswith("call_")
     assert json.loads(call["arguments"]) == arguments
@@ -266,7 +293,9 @@ async def test_tool_call_ids_are_unique(model: OfflineModel, http: aiohttp.Clien
 
 async def test_think_streams_reasoning_before_the_answer(model: OfflineModel, http: aiohttp.ClientSession) -> None:
     async with asyncio.timeout(DEADLINE):
-        reply = await stream(http, f"{model.base_url}/chat/completions", chat_body(user("[[think:weigh the options first]] go")))
+        reply = await stream(
+            http, f"{model.base_url}/chat/completions", chat_body(user("[[think:weigh the options first]] go"))
+        )
     assert reply.reasoning == "weigh the options first"
     assert reply.text == "Offline model reply: go"
     kinds = [next(iter(c["choices"][0]["delta"])) for c in reply.chunks if c["choices"] and c["choices"][0]["delta"]]
@@ -308,7 +337,11 @@ async def test_slow_spreads_the_deltas(model: OfflineModel, http: aiohttp.Client
     started = time.monotonic()
     async with asyncio.timeout(DEADLINE):
         reply = await stream(http, f"{model.base_url}/chat/completions", chat_body(user("[[slow:0.6]] " + "w " * 12)))
-    content_times = [t for c, t in zip(reply.chunks, reply.arrivals, strict=True) if c["choices"] and "content" in c["choices"][0]["delta"]]
+    content_times = [
+        t
+        for c, t in zip(reply.chunks, reply.arrivals, strict=True)
+        if c["choices"] and "content" in c["choices"][0]["delta"]
+    ]
     assert reply.text == "Offline model reply: " + "w " * 11 + "w"
     assert content_times[0] - started < 0.4
     assert content_times[-1] - content_times[0] >= 0.35
@@ -393,7 +426,9 @@ async def test_requests_log_state_and_clear(model: OfflineModel, http: aiohttp.C
         (b'{"model": "m"}', "messages: Field required"),
     ],
 )
-async def test_malformed_bodies_get_400(model: OfflineModel, http: aiohttp.ClientSession, data: bytes, message: str) -> None:
+async def test_malformed_bodies_get_400(
+    model: OfflineModel, http: aiohttp.ClientSession, data: bytes, message: str
+) -> None:
     async with asyncio.timeout(DEADLINE):
         async with http.post(f"{model.base_url}/chat/completions", data=data) as response:
             payload = await response.json()
@@ -404,7 +439,7 @@ async def test_malformed_bodies_get_400(model: OfflineModel, http: aiohttp.Clien
 
 async def test_non_streaming_completion(model: OfflineModel, http: aiohttp.ClientSession) -> None:
     async with asyncio.timeout(DEADLINE):
-        body = chat_body(user("[[think:ok]] [[tool:bash {\"command\": \"ls\"}]]"), stream=False)
+        body = chat_body(user('[[think:ok]] [[tool:bash {"command": "ls"}]]'), stream=False)
         async with http.post(f"{model.url}/chat/completions", json=body) as response:
             tool_step = await response.json()
         async with http.post(f"{model.url}/chat/completions", json=chat_body(user("plain"), stream=False)) as response:

@@ -59,7 +59,7 @@ def parse_directives(prompt: str) -> Directives:
     while (start := text.find("[[", search)) != -1:
         end = _read_directive(text, start + 2, found)
         if end is None:
-            search = start + 2
+            search = start + 1
             continue
         plain.append(text[pos:start])
         pos = search = end

@@ -89,9 +89,7 @@ def plan_reply(messages: Sequence[Message]) -> ReplyPlan:
     found = parse_directives(message_text(messages[last_user]) if last_user >= 0 else "")
     reasoning = split_words(found.think)
     if found.error is not None:
-        return ReplyPlan(
-            duration=found.slow, error_status=found.error, error_message=error_message(found.error)
-        )
+        return ReplyPlan(duration=found.slow, error_status=found.error, error_message=error_message(found.error))
     results = sum(1 for m in messages[last_user + 1 :] if m.get("role") == "tool")
     if results < len(found.tools):
         return ReplyPlan(reasoning=reasoning, tool_calls=(found.tools[results],), duration=found.slow)

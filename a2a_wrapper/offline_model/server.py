@@ -96,8 +96,7 @@ async def _respond(
 
 async def list_models(request: web.Request) -> web.Response:
     models = [
-        {"id": name, "object": "model", "created": 0, "owned_by": "offline"}
-        for name in (MODEL_ID, SMALL_MODEL_ID)
+        {"id": name, "object": "model", "created": 0, "owned_by": "offline"} for name in (MODEL_ID, SMALL_MODEL_ID)
     ]
     return web.json_response({"object": "list", "data": models})
 

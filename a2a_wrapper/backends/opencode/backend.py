@@ -68,12 +68,13 @@ class OpenCodeBackend:
     async def _connect(self, base_url: str, password: str | None) -> None:
         if self._http is not None:
             await self._http.close()
-        auth = aiohttp.BasicAuth(self._settings.username, password) if password else None
+        headers = {"x-opencode-directory": str(self._settings.workdir)}
+        if password:
+            headers["Authorization"] = aiohttp.encode_basic_auth(self._settings.username, password)
         self._http = aiohttp.ClientSession(
             base_url=base_url.rstrip("/") + "/",
-            auth=auth,
             timeout=aiohttp.ClientTimeout(total=30, sock_connect=5),
-            headers={"x-opencode-directory": str(self._settings.workdir)},
+            headers=headers,
         )
         if self._events is None:
             self._events = EventStream(self._name, self._http)
@@ -241,8 +242,9 @@ class OpenCodeTurn:
                         "it is being restarted, send the message again.",
                     )
                     return
-                if event["type"] == RECONNECTED and not await self._busy():
-                    yield translator.done()
+                if event["type"] == RECONNECTED and translator.prompt_seen and not await self._busy():
+                    for recovered in translator.recover(await self._messages()):
+                        yield recovered
                     return
                 for stream_event in translator.feed(event):
                     yield stream_event
@@ -254,6 +256,9 @@ class OpenCodeTurn:
             yield Done("failed", str(exc))
         finally:
             events.unsubscribe(self._session.id, queue)
+
+    async def _messages(self) -> list[dict[str, Any]]:
+        return list(await self._backend.request("GET", f"/session/{self._session.id}/message") or [])
 
     async def _busy(self) -> bool:
         statuses = await self._backend.request("GET", "/session/status")

@@ -10,6 +10,30 @@ from a2a_wrapper.events import Done, Permission, Question, StreamEvent, Text, Th
 
 _OUTPUT_SUMMARY = 2000
 
+# OpenCode tool or permission name -> the tool kind shown on A2A (and classed by the shield). Unknown: "other".
+TOOL_KINDS = {
+    "bash": "execute",
+    "edit": "edit",
+    "write": "edit",
+    "patch": "edit",
+    "read": "read",
+    "glob": "search",
+    "grep": "search",
+    "list": "search",
+    "webfetch": "fetch",
+    "websearch": "fetch",
+    "external_directory": "external_directory",
+    "task": "delegate",
+    "todowrite": "think",
+    "todoread": "think",
+    "question": "question",
+    "skill": "read",
+}
+
+
+def tool_kind(tool: str) -> str:
+    return TOOL_KINDS.get(tool, "other")
+
 
 class Translator:
     def __init__(self) -> None:
@@ -19,6 +43,25 @@ class Translator:
         self._emitted: dict[str, str] = {}  # text emitted per part, to complete it from the final part
         self._tool_status: dict[str, str] = {}
         self._error: tuple[str, str] | None = None  # (error name, sentence)
+        self._prompt_id: str | None = None  # the user message this turn sent
+
+    @property
+    def prompt_seen(self) -> bool:
+        return self._prompt_id is not None
+
+    def recover(self, messages: list[dict[str, Any]]) -> list[StreamEvent]:
+        """After a gap in the event stream: what the stored answer to our prompt holds that we never saw."""
+        events: list[StreamEvent] = []
+        for message in messages:
+            info = message.get("info") or {}
+            if info.get("role") != "assistant" or info.get("parentID") != self._prompt_id:
+                continue
+            self._roles[info["id"]] = "assistant"
+            if info.get("error"):
+                self._on_session_error({"error": info["error"]})
+            for part in message.get("parts") or []:
+                events += self._on_message_part_updated({"part": part})
+        return [*events, self.done()]
 
     def feed(self, event: dict[str, Any]) -> list[StreamEvent]:
         props = event.get("properties") or {}
@@ -35,6 +78,8 @@ class Translator:
         info = props.get("info") or {}
         if info.get("id") and info.get("role"):
             self._roles[info["id"]] = info["role"]
+            if info["role"] == "user" and self._prompt_id is None:
+                self._prompt_id = info["id"]
         return self._release_held()
 
     def _on_message_part_updated(self, props: dict[str, Any]) -> list[StreamEvent]:
@@ -109,14 +154,17 @@ class Translator:
         self._tool_status[call_id] = status
         tool = part.get("tool", "unknown")
         arguments = state.get("input") or {}
+        if status == "pending" and not arguments:
+            return []  # announced before its arguments; the `running` update follows
         if status in ("pending", "running"):
             locations = tuple(str(v) for k, v in arguments.items() if k in ("filePath", "path") and v)
-            return [ToolCall(call_id, tool, status, state.get("title") or tool, arguments, locations)]
+            return [ToolCall(call_id, tool, tool_kind(tool), status, state.get("title") or tool, arguments, locations)]
         metadata = state.get("metadata") or {}
         if status == "completed":
             output = str(state.get("output") or "")[:_OUTPUT_SUMMARY]
-            return [ToolResult(call_id, tool, "completed", output, metadata.get("diff"))]
-        return [ToolResult(call_id, tool, "failed", str(state.get("error") or "")[:_OUTPUT_SUMMARY])]
+            return [ToolResult(call_id, tool, tool_kind(tool), "completed", output, metadata.get("diff"))]
+        error = str(state.get("error") or "")[:_OUTPUT_SUMMARY]
+        return [ToolResult(call_id, tool, tool_kind(tool), "failed", error)]
 
     def _child_part(self, props: dict[str, Any]) -> list[StreamEvent]:
         part = props.get("part") or {}
@@ -135,7 +183,7 @@ class Translator:
             paths = tuple(str(p) for p in metadata.get("directories") or ()) or patterns
             if metadata.get("filepath"):
                 paths = (str(metadata["filepath"]),)
-        return [Permission(props["id"], kind, kind, paths, command, url, props)]
+        return [Permission(props["id"], tool_kind(kind), kind, paths, command, url, props)]
 
     def _on_question_asked(self, props: dict[str, Any]) -> list[StreamEvent]:
         questions = props.get("questions") or []

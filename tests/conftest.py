@@ -1,0 +1,103 @@
+"""Fixtures: the real offline model, real OpenCode agents served by uvicorn on free loopback ports."""
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from a2a_wrapper.agent import RunningAgent, running_agent
+from a2a_wrapper.backends.opencode.launch import free_port
+from a2a_wrapper.config import AgentSettings, CardSettings, ModelProvider, OpenCodeBackend, ServerSettings
+from a2a_wrapper.installer import find_binary
+from a2a_wrapper.offline_model import MODEL_ID, SMALL_MODEL_ID, OfflineModel
+
+
+@pytest.fixture(scope="session")
+def opencode_binary() -> Path:
+    return find_binary("opencode")  # CI installs it with `a2a-wrap backends install`
+
+
+@pytest.fixture(scope="session")
+async def offline_model() -> AsyncIterator[OfflineModel]:
+    async with OfflineModel() as model:
+        yield model
+
+
+@dataclass
+class ServedAgent:
+    url: str
+    agent: RunningAgent
+    model: OfflineModel
+
+    @property
+    def jsonrpc(self) -> str:
+        return self.url + "/a2a/jsonrpc"
+
+    @property
+    def rest(self) -> str:
+        return self.url + "/a2a/rest"
+
+    @property
+    def workdir(self) -> Path:
+        return self.agent.settings.backend.workdir
+
+
+SettingsFactory = Callable[..., AgentSettings]
+
+
+@pytest.fixture
+def make_settings(tmp_path: Path, offline_model: OfflineModel, opencode_binary: Path) -> SettingsFactory:
+    def make(state_dir: Path | None = None, **fields: Any) -> AgentSettings:
+        state = state_dir or tmp_path / "state"
+        backend = {
+            "binary": opencode_binary,
+            "workdir": state / "workspace",
+            "model": f"offline/{MODEL_ID}",
+            "provider": ModelProvider(id="offline", base_url=offline_model.base_url, models=[MODEL_ID, SMALL_MODEL_ID]),
+            **fields.pop("backend", {}),
+        }
+        return AgentSettings(
+            card=CardSettings(name=fields.pop("name", "test-agent")),
+            server=ServerSettings(port=free_port(), **fields.pop("server", {})),
+            backend=OpenCodeBackend(**backend),
+            state_dir=state,
+            **fields,
+        )
+
+    return make
+
+
+@asynccontextmanager
+async def serving(settings: AgentSettings, model: OfflineModel) -> AsyncIterator[ServedAgent]:
+    """The agent on a real uvicorn port, stopped on exit."""
+    async with running_agent(settings) as agent:
+        config = uvicorn.Config(agent.app, host="127.0.0.1", port=settings.server.port, log_config=None, lifespan="off")
+        server = uvicorn.Server(config)
+        task = asyncio.create_task(server.serve())
+        async with asyncio.timeout(10):
+            while not server.started:  # noqa: ASYNC110 (uvicorn offers no started event)
+                await asyncio.sleep(0.02)
+        try:
+            yield ServedAgent(settings.advertised_url, agent, model)
+        finally:
+            server.should_exit = True
+            await task
+
+
+@pytest.fixture
+async def agent(make_settings: SettingsFactory, offline_model: OfflineModel) -> AsyncIterator[ServedAgent]:
+    """A fresh agent that allows every tool call."""
+    async with serving(make_settings(auto_approve=True), offline_model) as served:
+        yield served
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(timeout=60) as client:
+        yield client

@@ -1,0 +1,202 @@
+"""Turns over the real OpenCode: sessions per context, cancel, timeout, errors, tools, restart, crash."""
+
+import asyncio
+import json
+import os
+import signal
+import time
+import uuid
+from typing import Any
+
+import httpx
+
+from tests.a2a_wire import (
+    V1,
+    answer_text,
+    data_parts,
+    final_state,
+    rpc,
+    send,
+    status_text,
+    stream,
+    task_answer,
+    user_message,
+)
+from tests.conftest import ServedAgent, SettingsFactory, serving
+
+
+async def test_one_context_shares_a_session_and_others_do_not(agent: ServedAgent, http: httpx.AsyncClient) -> None:
+    first = await send(http, agent.jsonrpc, "remember this")
+    context = first["contextId"]
+    second = await send(http, agent.jsonrpc, "[[turns]]", context_id=context)
+    assert task_answer(second) == "This conversation holds 2 user messages."
+    other = await send(http, agent.jsonrpc, "[[turns]]")
+    assert task_answer(other) == "This conversation holds 1 user messages."
+    assert other["contextId"] != context
+
+
+async def test_ten_concurrent_contexts_do_not_cross_talk(agent: ServedAgent, http: httpx.AsyncClient) -> None:
+    markers = [f"marker{i}x{uuid.uuid4().hex[:6]}" for i in range(10)]
+    tasks = await asyncio.gather(*(send(http, agent.jsonrpc, m) for m in markers))
+    for marker, task in zip(markers, tasks, strict=True):
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+        assert task_answer(task) == f"Offline model reply: {marker}"
+    assert len({t["contextId"] for t in tasks}) == 10
+
+
+async def test_second_message_in_a_busy_context_waits(agent: ServedAgent, http: httpx.AsyncClient) -> None:
+    context = str(uuid.uuid4())
+    finished: dict[str, float] = {}
+
+    async def timed(name: str, text: str) -> dict[str, Any]:
+        task = await send(http, agent.jsonrpc, text, context_id=context)
+        finished[name] = time.monotonic()
+        return task
+
+    slow = asyncio.create_task(timed("slow", "first [[slow:2]]"))
+    await asyncio.sleep(0.5)
+    second = await timed("second", "[[turns]]")
+    first = await slow
+    assert task_answer(first) == "Offline model reply: first"
+    assert task_answer(second) == "This conversation holds 2 user messages."
+    assert finished["second"] > finished["slow"]
+
+
+async def test_cancel_aborts_the_backend_turn(agent: ServedAgent, http: httpx.AsyncClient) -> None:
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "SendStreamingMessage",
+        "params": {"message": user_message("[[long:400]] [[slow:30]]")},
+    }
+    events: list[dict[str, Any]] = []
+    async with http.stream("POST", agent.jsonrpc, json=body, headers=V1) as response:
+        async for line in response.aiter_lines():
+            if not line.startswith("data:"):
+                continue
+            events.append(json.loads(line[5:])["result"])
+            if "artifactUpdate" in events[-1] and len(events) < 100:
+                task_id = events[0]["task"]["id"]
+                canceled = await rpc(http, agent.jsonrpc, "CancelTask", {"id": task_id})
+                assert canceled["result"]["status"]["state"] == "TASK_STATE_CANCELED"
+                break
+    session_id = events[1]["statusUpdate"]["metadata"]["a2a-wrapper"]["session"]
+    busy = await agent.agent.backend.request("GET", "/session/status")  # type: ignore[attr-defined]
+    assert session_id not in busy, "OpenCode must have stopped the turn"
+    messages = await agent.agent.backend.request("GET", f"/session/{session_id}/message")  # type: ignore[attr-defined]
+    assert messages[-1]["info"]["error"]["name"] == "MessageAbortedError"
+    await asyncio.sleep(1)
+    task = (await rpc(http, agent.jsonrpc, "GetTask", {"id": task_id}))["result"]
+    assert task["status"]["state"] == "TASK_STATE_CANCELED"
+    again = await send(http, agent.jsonrpc, "after cancel", context_id=task["contextId"])
+    assert task_answer(again) == "Offline model reply: after cancel"
+
+
+async def test_timeout_fails_the_task_and_aborts(
+    make_settings: SettingsFactory, offline_model: Any, http: httpx.AsyncClient
+) -> None:
+    async with serving(make_settings(timeouts={"turn": 2}), offline_model) as served:
+        events = await stream(http, served.jsonrpc, {"message": user_message("too slow [[slow:20]]")})
+        final = events[-1]["statusUpdate"]["status"]
+        assert final["state"] == "TASK_STATE_FAILED"
+        assert "2 s limit" in status_text(final)
+        session_id = events[1]["statusUpdate"]["metadata"]["a2a-wrapper"]["session"]
+        busy = await served.agent.backend.request("GET", "/session/status")  # type: ignore[attr-defined]
+        assert session_id not in busy
+
+
+async def test_backend_error_fails_with_its_sentence(agent: ServedAgent, http: httpx.AsyncClient) -> None:
+    events = await stream(http, agent.jsonrpc, {"message": user_message("[[error:400]]")})
+    final = events[-1]["statusUpdate"]["status"]
+    assert final["state"] == "TASK_STATE_FAILED"
+    assert "Offline model error 400" in status_text(final)
+
+
+async def test_allowed_tool_call_runs(agent: ServedAgent, http: httpx.AsyncClient) -> None:
+    command = json.dumps({"command": "echo allowed > allowed.txt"})
+    events = await stream(http, agent.jsonrpc, {"message": user_message(f"[[tool:bash {command}]]")})
+    assert final_state(events) == "TASK_STATE_COMPLETED"
+    assert (agent.workdir / "allowed.txt").read_text().strip() == "allowed"
+    [permission] = data_parts(events, "permission")
+    assert permission["decision"] == "allow" and permission["tool"] == "bash"
+    calls = data_parts(events, "tool_call")
+    assert calls[0]["arguments"]["command"] == "echo allowed > allowed.txt" and calls[0]["kind"] == "execute"
+    assert [r["status"] for r in data_parts(events, "tool_result")] == ["completed"]
+
+
+async def test_denied_tool_call_does_not_run(
+    make_settings: SettingsFactory, offline_model: Any, http: httpx.AsyncClient
+) -> None:
+    async with serving(make_settings(auto_approve=False), offline_model) as served:
+        command = json.dumps({"command": "echo denied > denied.txt"})
+        events = await stream(http, served.jsonrpc, {"message": user_message(f"[[tool:bash {command}]]")})
+        assert final_state(events) == "TASK_STATE_COMPLETED"
+        assert not (served.workdir / "denied.txt").exists()
+        [permission] = data_parts(events, "permission")
+        assert permission["decision"] == "deny"
+        assert "autoApprove is off" in answer_text(events), "the model must see the reason"
+
+
+async def test_data_and_file_parts_reach_the_backend(agent: ServedAgent, http: httpx.AsyncClient) -> None:
+    await http.delete(agent.model.url + "/control/requests")
+    message = user_message("look at these")
+    message["parts"] += [
+        {"data": {"ticket": "ABC-123", "priority": 2}},
+        {"url": "data:text/plain;base64,ZmlsZSBib2R5IGhlcmU=", "mediaType": "text/plain", "filename": "note.txt"},
+    ]
+    events = await stream(http, agent.jsonrpc, {"message": message})
+    assert final_state(events) == "TASK_STATE_COMPLETED"
+    requests = (await http.get(agent.model.url + "/control/requests")).json()
+    sent = json.dumps(requests[-1])
+    assert "ABC-123" in sent
+    assert "file body here" in sent or "ZmlsZSBib2R5IGhlcmU=" in sent
+
+
+async def test_unusable_file_url_is_rejected_with_a_sentence(agent: ServedAgent, http: httpx.AsyncClient) -> None:
+    message = user_message("read this")
+    message["parts"].append({"url": "file:///etc/passwd", "mediaType": "text/plain"})
+    task = (await rpc(http, agent.jsonrpc, "SendMessage", {"message": message}))["result"]["task"]
+    assert task["status"]["state"] == "TASK_STATE_REJECTED"
+    assert "file:///etc/passwd" in status_text(task["status"])
+
+
+async def test_context_and_tasks_survive_a_wrapper_restart(
+    make_settings: SettingsFactory, offline_model: Any, http: httpx.AsyncClient
+) -> None:
+    settings = make_settings()
+    async with serving(settings, offline_model) as served:
+        first = await send(http, served.jsonrpc, "before restart")
+    async with serving(settings, offline_model) as served:
+        second = await send(http, served.jsonrpc, "[[turns]]", context_id=first["contextId"])
+        assert task_answer(second) == "This conversation holds 2 user messages."
+        old = (await rpc(http, served.jsonrpc, "GetTask", {"id": first["id"]}))["result"]
+        assert task_answer(old) == "Offline model reply: before restart"
+
+
+async def test_a_session_the_backend_lost_is_recreated(agent: ServedAgent, http: httpx.AsyncClient) -> None:
+    first = await send(http, agent.jsonrpc, "hello")
+    events = await stream(http, agent.jsonrpc, {"message": user_message("again", first["contextId"])})
+    session_id = events[1]["statusUpdate"]["metadata"]["a2a-wrapper"]["session"]
+    await agent.agent.backend.request("DELETE", f"/session/{session_id}")  # type: ignore[attr-defined]
+    events = await stream(http, agent.jsonrpc, {"message": user_message("[[turns]]", first["contextId"])})
+    meta = events[-1]["statusUpdate"]["metadata"]["a2a-wrapper"]
+    assert meta["sessionRecreated"] is True and meta["session"] != session_id
+    assert answer_text(events) == "This conversation holds 1 user messages."
+
+
+async def test_backend_killed_mid_turn_fails_the_task_and_comes_back(
+    agent: ServedAgent, http: httpx.AsyncClient
+) -> None:
+    pid = agent.agent.backend._child.pid  # type: ignore[attr-defined]
+    turn = asyncio.create_task(stream(http, agent.jsonrpc, {"message": user_message("[[slow:20]] doomed")}))
+    await asyncio.sleep(1.5)
+    os.killpg(pid, signal.SIGKILL)
+    events = await turn
+    final = events[-1]["statusUpdate"]["status"]
+    assert final["state"] == "TASK_STATE_FAILED"
+    assert "stopped during the turn" in status_text(final)
+    async with asyncio.timeout(30):
+        while (await http.get(agent.url + "/health")).status_code != 200:  # noqa: ASYNC110
+            await asyncio.sleep(0.2)
+    again = await send(http, agent.jsonrpc, "back again", context_id=events[0]["task"]["contextId"])
+    assert task_answer(again) == "Offline model reply: back again"
