@@ -12,7 +12,7 @@ from a2a.types import Task, TaskState, TaskStatus
 from a2a_wrapper.backends.base import Backend, Turn
 from a2a_wrapper.errors import BackendError
 from a2a_wrapper.events import Done, Permission, Question, StreamEvent, Text, Thought, ToolCall, ToolResult, Usage
-from a2a_wrapper.permissions import PermissionPolicy
+from a2a_wrapper.permissions import Decision, PermissionPolicy
 from a2a_wrapper.prompts import UnusableMessage, prompt_from_message
 from a2a_wrapper.reporter import TaskReporter
 from a2a_wrapper.sessions import SessionMap
@@ -93,12 +93,12 @@ class TurnExecutor(AgentExecutor):
                 await reporter.tool_result(event)
             case Permission():
                 decision = self._policy.decide(event)
-                if decision.outcome != "allow":
-                    decision = type(decision)("deny", decision.reason, decision.rule)
-                await turn.reply(event.id, decision.outcome, decision.reason)
+                if decision.outcome == "ask":  # nobody to ask until the shield lands: fail closed
+                    decision = Decision("deny", decision.reason, decision.rule)
+                await turn.reply(event.id, "allow" if decision.outcome == "allow" else "deny", decision.reason)
                 await reporter.permission(event, decision)
             case Question():
-                await turn.answer(event.id, None)
+                await turn.answer(event.id, NO_PERSON)
                 await reporter.question_declined(event, NO_PERSON)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:

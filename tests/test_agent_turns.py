@@ -200,3 +200,18 @@ async def test_backend_killed_mid_turn_fails_the_task_and_comes_back(
             await asyncio.sleep(0.2)
     again = await send(http, agent.jsonrpc, "back again", context_id=events[0]["task"]["contextId"])
     assert task_answer(again) == "Offline model reply: back again"
+
+
+async def test_question_is_answered_that_no_person_is_attached(agent: ServedAgent, http: httpx.AsyncClient) -> None:
+    asked = json.dumps(
+        {
+            "questions": [
+                {"question": "Which color?", "header": "Color", "options": [{"label": "Red", "description": "warm"}]}
+            ]
+        }
+    )
+    events = await stream(http, agent.jsonrpc, {"message": user_message(f"[[question:{asked}]]")})
+    assert final_state(events) == "TASK_STATE_COMPLETED"
+    [question] = data_parts(events, "question")
+    assert question["text"] == "Which color?"
+    assert "No person is attached" in answer_text(events), "the model must see the answer"

@@ -1,0 +1,96 @@
+"""A third-party client: the JavaScript SDK (@a2a-js/sdk, pinned in tests/node_client) drives the real agent, unchanged."""
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ServedAgent
+
+NODE_CLIENT = Path(__file__).parent / "node_client"
+INSTALL_TIMEOUT = 300
+RUN_TIMEOUT = 150
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        pytest.fail(f"`{name}` is not on PATH: the JS SDK tests need Node.js 18+ and npm (CI installs them)")
+    return path
+
+
+async def _run(*command: str, timeout: float) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        *command,
+        cwd=NODE_CLIENT,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        async with asyncio.timeout(timeout):
+            stdout, stderr = await process.communicate()
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        pytest.fail(f"{' '.join(command)} did not finish within {timeout}s")
+    assert process.returncode is not None
+    return process.returncode, stdout.decode(), stderr.decode()
+
+
+@pytest.fixture(scope="session")
+async def node() -> str:
+    """The node binary, with tests/node_client's locked dependencies installed (`npm ci`) if they are missing."""
+    node = _tool("node")
+    if not (NODE_CLIENT / "node_modules" / "@a2a-js" / "sdk" / "package.json").exists():
+        npm = _tool("npm")
+        code, out, err = await _run(npm, "ci", "--no-audit", "--no-fund", timeout=INSTALL_TIMEOUT)
+        assert code == 0, f"npm ci failed in {NODE_CLIENT} (exit {code}):\n{out}\n{err}"
+    return node
+
+
+async def run_js_client(node: str, agent: ServedAgent, text: str, *options: str) -> dict[str, Any]:
+    code, out, err = await _run(node, "stream.mjs", agent.url, text, *options, timeout=RUN_TIMEOUT)
+    assert code == 0, f"the JS SDK client failed (exit {code}):\nstdout: {out}\nstderr: {err}"
+    lines = out.strip().splitlines()
+    assert len(lines) == 1, f"expected one JSON line, got: {out!r} (stderr: {err})"
+    return dict(json.loads(lines[0]))
+
+
+def state(name: str) -> str:
+    """TASK_STATE_COMPLETED (v1.0 enum name) and completed (v0.3) both become `completed`."""
+    return name.lower().removeprefix("task_state_")
+
+
+@pytest.mark.parametrize("transport", ["JSONRPC", "HTTP+JSON"])
+async def test_js_sdk_streams_a_task(node: str, agent: ServedAgent, transport: str) -> None:
+    result = await run_js_client(node, agent, "hello from js", "--transport", transport)
+    assert result["transport"] == transport and result["protocolVersion"] == "1.0"
+    assert result["text"] == "Offline model reply: hello from js"
+    assert state(result["finalState"]) == "completed"
+    kinds = result["kinds"]
+    assert kinds[0] == "task" and kinds[-1] == "statusUpdate", kinds
+    assert {"task", "statusUpdate", "artifactUpdate"} <= set(kinds), kinds
+    assert result["taskId"]
+
+
+async def test_js_sdk_default_pick_streams_over_jsonrpc(node: str, agent: ServedAgent) -> None:
+    """No preference: the SDK's own choice from the card (the first interface it advertises)."""
+    result = await run_js_client(node, agent, "hello from js")
+    assert result["transport"] == "JSONRPC" and result["protocolVersion"] == "1.0"
+    assert result["text"] == "Offline model reply: hello from js"
+    assert state(result["finalState"]) == "completed"
+    assert {"task", "statusUpdate", "artifactUpdate"} <= set(result["kinds"])
+
+
+@pytest.mark.parametrize("transport", ["JSONRPC", "HTTP+JSON"])
+async def test_js_sdk_send_message(node: str, agent: ServedAgent, transport: str) -> None:
+    result = await run_js_client(node, agent, "hello from js", "--send", "--transport", transport)
+    assert result["transport"] == transport
+    assert result["kinds"] == ["task"]
+    assert result["text"] == "Offline model reply: hello from js"
+    assert state(result["finalState"]) == "completed"
+    assert result["taskId"]
