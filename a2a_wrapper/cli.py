@@ -43,7 +43,11 @@ def serve_options(function: Any) -> Any:
             click.option("--port", type=int, help="Port to listen on (overrides server.port)."),
             click.option("--host", help="Address to bind (overrides server.host)."),
             click.option("--advertise-url", help="Base URL written into the agent card."),
-            click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path), help="State folder."),
+            click.option(
+                "--state-dir",
+                type=click.Path(file_okay=False, resolve_path=True, path_type=Path),  # relative to here, not the file
+                help="State folder.",
+            ),
             click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False)),
         ]
     ):
@@ -112,7 +116,8 @@ def check(config_path: Path | None) -> None:
 @main.command()
 def schema() -> None:
     """Print the JSON Schema of the agent config file."""
-    click.echo(json.dumps(AgentSettings.model_json_schema(), indent=2))
+    # snake_case, as the docs and examples write it; camelCase aliases are accepted too.
+    click.echo(json.dumps(AgentSettings.model_json_schema(by_alias=False), indent=2))
 
 
 @main.command()

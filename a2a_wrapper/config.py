@@ -55,7 +55,7 @@ class ServerSettings(Section):
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         if value is not None and not re.match(r"^https?://[^/\s]+", value):
-            raise ValueError(f"must be an http(s) URL, got {value!r}")
+            raise ValueError("must be an http(s) URL")
         return value.rstrip("/") if value else value
 
 
@@ -140,6 +140,14 @@ class AgentSettings(BaseSettings):
     auto_approve: bool = Field(False, description="Until shield rules exist: allow (true) or deny every tool.")
     state_dir: Path | None = Field(None, description="Tasks, sessions, backend home; default per agent.")
 
+    @field_validator("backend", mode="before")
+    @classmethod
+    def _default_kind(cls, value: Any) -> Any:
+        # `kind` may be left out (or a single key set from the environment): the default backend is meant.
+        if isinstance(value, dict) and "kind" not in value:
+            return {"kind": "opencode", **value}
+        return value
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -156,4 +164,6 @@ class AgentSettings(BaseSettings):
         if self.server.advertise_url:
             return self.server.advertise_url
         host = "127.0.0.1" if self.server.host in ("0.0.0.0", "::", "") else self.server.host
+        if ":" in host and not host.startswith("["):
+            host = f"[{host}]"  # an IPv6 literal
         return f"http://{host}:{self.server.port}"

@@ -8,12 +8,13 @@ from typing import Any
 
 import yaml
 from pydantic import ValidationError
-from pydantic_settings import BaseSettings, InitSettingsSource, PydanticBaseSettingsSource
+from pydantic_settings import BaseSettings, InitSettingsSource, PydanticBaseSettingsSource, SettingsError
 
 from a2a_wrapper.config import BACKEND_KINDS, AgentSettings
 from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.node_config import is_node_config, translate_node_config
 
+_FIELD_BY_ALIAS = {field.alias: name for name, field in AgentSettings.model_fields.items() if field.alias}
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -24,7 +25,7 @@ def load_config(path: Path | str, overrides: dict[str, Any] | None = None) -> Ag
     data = translate_node_config(raw) if is_node_config(raw) else raw
     data = _substitute(data, path, ())
     settings = _validate(data, overrides or {}, path)
-    return _resolve_paths(settings, path.parent)
+    return _resolve_paths(settings, path)
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
@@ -43,7 +44,8 @@ def read_config_file(path: Path) -> dict[str, Any]:
 
 def _drop_comments(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: _drop_comments(v) for k, v in value.items() if k != "$comment"}
+        # YAML keys may be numbers or booleans (`80:`, `yes:`); as strings validation can name them.
+        return {str(k): _drop_comments(v) for k, v in value.items() if k != "$comment"}
     if isinstance(value, list):
         return [_drop_comments(v) for v in value]
     return value
@@ -61,10 +63,11 @@ def _substitute(value: Any, path: Path, location: tuple[str, ...]) -> Any:
 
 def _lookup(match: re.Match[str], path: Path, location: tuple[str, ...]) -> str:
     name, default = match.group(1), match.group(2)
-    if name in os.environ:
-        return os.environ[name]
-    if default is not None:
-        return default
+    value = os.environ.get(name)
+    if default is not None and not value:
+        return default  # as in the shell, `:-` also covers a variable set to ""
+    if value is not None:
+        return value
     key = ".".join(location)
     raise ConfigError(f"{path}: {key}: environment variable {name} is not set (write ${{{name}:-default}})")
 
@@ -86,6 +89,8 @@ def _validate(data: dict[str, Any], overrides: dict[str, Any], path: Path) -> Ag
         loaded = FileSettings(**overrides)
     except ValidationError as exc:
         raise ConfigError(describe_errors(exc, path)) from exc
+    except SettingsError as exc:  # an A2A_WRAP_* variable whose value is not valid JSON
+        raise ConfigError(f"{path}: {exc}: {exc.__cause__}") from exc
     return AgentSettings.model_validate(loaded.model_dump(by_alias=False))
 
 
@@ -96,6 +101,8 @@ def describe_errors(exc: ValidationError, path: Path) -> str:
         loc = list(error["loc"])
         if len(loc) > 1 and loc[0] == "backend" and loc[1] in BACKEND_KINDS:
             del loc[1]  # the discriminator's tag, not a key the user wrote
+        if loc and loc[0] in _FIELD_BY_ALIAS:
+            loc[0] = _FIELD_BY_ALIAS[loc[0]]  # pydantic-settings renames top-level keys to their camelCase alias
         key = ".".join(str(part) for part in loc) or "(top level)"
         message = error["msg"]
         if error["type"] == "extra_forbidden":
@@ -111,7 +118,8 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _resolve_paths(settings: AgentSettings, base: Path) -> AgentSettings:
+def _resolve_paths(settings: AgentSettings, path: Path) -> AgentSettings:
+    base = path.parent
     backend = settings.backend
     updates: dict[str, Any] = {"workdir": (base / backend.workdir).resolve()}
     if backend.binary is not None:
@@ -122,7 +130,7 @@ def _resolve_paths(settings: AgentSettings, base: Path) -> AgentSettings:
             updates["system_prompt"] = prompt_file.read_text(encoding="utf-8")
         except OSError as exc:
             raise ConfigError(
-                f"{base}: backend.system_prompt_file: cannot read {prompt_file} ({exc.strerror})"
+                f"{path}: backend.system_prompt_file: cannot read {prompt_file} ({exc.strerror})"
             ) from exc
         updates["system_prompt_file"] = prompt_file
     state_dir = settings.state_dir

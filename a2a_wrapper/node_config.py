@@ -11,7 +11,7 @@ log = logging.getLogger(__name__)
 
 _MODE_ALIASES = {"text": "text/plain", "json": "application/json", "file": "application/octet-stream"}
 _IGNORED = {
-    "agentCard": {"protocolVersion", "streaming"},
+    "agentCard": {"protocolVersion", "streaming", "pushNotifications", "stateTransitionHistory"},
     "server": set(),
     "opencode": {"contextFile", "contextPrompt"},
     "session": {"titlePrefix", "reuseByContext", "cleanupInterval"},
@@ -35,9 +35,9 @@ def translate_node_config(raw: dict[str, Any]) -> dict[str, Any]:
     if "mcp" in raw:
         result["backend"]["opencode_config"] = {"mcp": raw["mcp"]}
     if "session" in raw and "ttl" in raw["session"]:
-        result["sessions"] = {"ttl": raw["session"]["ttl"] / 1000}
+        result["sessions"] = {"ttl": _seconds(raw["session"]["ttl"])}
     if "timeouts" in raw and "prompt" in raw["timeouts"]:
-        result["timeouts"] = {"turn": raw["timeouts"]["prompt"] / 1000}
+        result["timeouts"] = {"turn": _seconds(raw["timeouts"]["prompt"])}
     if "logging" in raw:
         result["logging"] = dict(raw["logging"])
     features = raw.get("features", {})
@@ -47,6 +47,12 @@ def translate_node_config(raw: dict[str, Any]) -> dict[str, Any]:
     for key in unknown - _IGNORED_SECTIONS:
         result[key] = raw[key]  # left for validation to name as unknown
     return result
+
+
+def _seconds(milliseconds: Any) -> Any:
+    if isinstance(milliseconds, int | float) and not isinstance(milliseconds, bool):
+        return milliseconds / 1000
+    return milliseconds  # left for validation to name
 
 
 def _card(card: dict[str, Any]) -> dict[str, Any]:
@@ -59,15 +65,12 @@ def _card(card: dict[str, Any]) -> dict[str, Any]:
 
 
 def _server(server: dict[str, Any]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    if "port" in server:
-        result["port"] = server["port"]
+    result: dict[str, Any] = {"port": server.get("port", 3000)}  # the Node wrapper's default port
     if "hostname" in server:
         result["host"] = server["hostname"]
     if "advertiseHost" in server:
         scheme = server.get("advertiseProtocol", "http")
-        port = server.get("port", 3000)
-        result["advertise_url"] = f"{scheme}://{server['advertiseHost']}:{port}"
+        result["advertise_url"] = f"{scheme}://{server['advertiseHost']}:{result['port']}"
     known = {"port", "hostname", "advertiseHost", "advertiseProtocol"}
     result.update({k: v for k, v in server.items() if k not in known})
     return result
@@ -82,8 +85,8 @@ def _backend(opencode: dict[str, Any]) -> dict[str, Any]:
     }
     result: dict[str, Any] = {"kind": "opencode"}
     for key, value in opencode.items():
-        if key in _IGNORED["opencode"]:
-            continue
+        if key in _IGNORED["opencode"] or value == "":
+            continue  # the Node wrapper's defaults are empty strings meaning "not set"
         result[renames.get(key, key)] = value
     return result
 

@@ -1,12 +1,14 @@
 // Drives an A2A agent with the third-party JavaScript SDK (@a2a-js/sdk), unchanged.
 //
-//   node stream.mjs <agent base url> <text> [--send] [--transport JSONRPC|HTTP+JSON]
+//   node stream.mjs <agent base url> <text> [--send] [--transport JSONRPC|HTTP+JSON] [--protocol 0.3]
 //
 // The SDK's ClientFactory fetches <base>/.well-known/agent-card.json with its own
 // card resolver, picks the interface (protocol version 1.0 preferred by the SDK),
 // and sends the text as a user message: streamed (Client.sendMessageStream) by
-// default, or blocking (Client.sendMessage) with --send. At the end ONE JSON line
-// goes to stdout:
+// default, or blocking (Client.sendMessage) with --send. --transport states the
+// SDK's preferred binding; --protocol 0.3 keeps only the card's 0.3 interfaces and
+// turns on the SDK's own v0.3 compatibility transports (legacyCompat), so the
+// legacy wire format is spoken. At the end ONE JSON line goes to stdout:
 //
 //   {"kinds": [...], "text": "...", "finalState": "...", "taskId": "...", ...}
 //
@@ -19,6 +21,7 @@
 import { randomUUID } from 'node:crypto';
 import { Role, taskStateToJSON } from '@a2a-js/sdk';
 import {
+  AgentCardResolver,
   ClientFactory,
   ClientFactoryOptions,
   DefaultAgentCardResolver,
@@ -29,17 +32,18 @@ import {
 const TIMEOUT_MS = 120_000;
 
 function usage(message) {
-  process.stderr.write(`${message}\nusage: node stream.mjs <agent base url> <text> [--send] [--transport JSONRPC|HTTP+JSON]\n`);
+  process.stderr.write(`${message}\nusage: node stream.mjs <agent base url> <text> [--send] [--transport JSONRPC|HTTP+JSON] [--protocol 0.3]\n`);
   process.exit(2);
 }
 
 function parseArgs(argv) {
   const positional = [];
-  const options = { send: false, transport: undefined };
+  const options = { send: false, transport: undefined, protocol: undefined };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === '--send') options.send = true;
     else if (arg === '--transport') options.transport = argv[++i] ?? usage('--transport needs a value');
+    else if (arg === '--protocol') options.protocol = argv[++i] ?? usage('--protocol needs a value');
     else if (arg.startsWith('--')) usage(`unknown option ${arg}`);
     else positional.push(arg);
   }
@@ -69,17 +73,27 @@ function tracingFetch(input, init = {}) {
   });
 }
 
-function makeFactory(transport) {
+function makeFactory(transport, legacy) {
   const overrides = {};
   if (transport) overrides.preferredTransports = [transport];
-  if (process.env.A2A_JS_TRACE) {
-    overrides.cardResolver = new DefaultAgentCardResolver({ fetchImpl: tracingFetch });
-    overrides.transports = [
-      new JsonRpcTransportFactory({ fetchImpl: tracingFetch }),
-      new RestTransportFactory({ fetchImpl: tracingFetch }),
-    ];
+  const fetchImpl = process.env.A2A_JS_TRACE ? tracingFetch : undefined;
+  if (fetchImpl || legacy) {
+    const options = { fetchImpl, legacyCompat: legacy ? { enabled: true } : undefined };
+    overrides.cardResolver = new DefaultAgentCardResolver(options);
+    overrides.transports = [new JsonRpcTransportFactory(options), new RestTransportFactory(options)];
   }
   return new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, overrides));
+}
+
+async function makeClient(baseUrl, transport, protocol) {
+  if (!protocol) return makeFactory(transport, false).createFromUrl(baseUrl);
+  // A client pinned to one protocol version: the SDK's resolver fetches the card,
+  // only that version's interfaces are kept, the SDK's factory picks among them.
+  const factory = makeFactory(transport, protocol !== '1.0');
+  const card = await (factory.options.cardResolver ?? AgentCardResolver.default).resolve(baseUrl);
+  const interfaces = card.supportedInterfaces.filter((i) => i.protocolVersion === protocol);
+  if (interfaces.length === 0) throw new Error(`the agent card advertises no protocol ${protocol} interface`);
+  return factory.createFromAgentCard({ ...card, supportedInterfaces: interfaces });
 }
 
 function partsText(parts) {
@@ -94,8 +108,8 @@ function stateName(status) {
 }
 
 async function main() {
-  const { baseUrl, text, send, transport } = parseArgs(process.argv.slice(2));
-  const client = await makeFactory(transport).createFromUrl(baseUrl);
+  const { baseUrl, text, send, transport, protocol } = parseArgs(process.argv.slice(2));
+  const client = await makeClient(baseUrl, transport, protocol);
   const request = {
     tenant: '',
     message: {

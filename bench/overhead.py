@@ -1,0 +1,496 @@
+"""What the A2A wrapper adds on top of talking to OpenCode directly.
+
+One process runs the offline model, one wrapped agent (its `opencode serve` child and the A2A app on
+uvicorn) and two clients of the SAME OpenCode server:
+
+- direct: `POST /session/{id}/prompt_async`, then that server's events until `session.idle`. One `/event`
+  subscription is held for the whole run and routed by sessionID, as the wrapper does: OpenCode never
+  releases a subscription, so one per turn would slow it down (notes/opencode.md §7).
+- wrapper: a streamed A2A task (JSON-RPC `SendStreamingMessage`, `A2A-Version: 1.0`) until its final
+  `TASK_STATE_COMPLETED` status update.
+
+Each section gives each mode one fresh OpenCode session (direct) or one fresh A2A contextId (wrapper, which
+then reuses one OpenCode session) and sends every turn of the section to it, so both modes carry the same
+history. Measured:
+
+1. a warm trivial turn (p50/p90, ms added, ratio);
+2. time to the first text of a reply streamed as 300 deltas (`[[long:300]]`): direct to the first
+   `message.part.delta` of an assistant text part, wrapper to the first `artifactUpdate`;
+3. a soak: the first 30 against the last 30 turns of a long run, with the RSS of this process (which hosts
+   the wrapper) and of OpenCode before and after.
+
+The modes are interleaved turn by turn (direct, wrapper, direct, ...) instead of run as two blocks, so
+drift -- OpenCode's growing history and heap, page cache, CPU clock, other work on the machine -- lands on
+both equally and the difference stays the wrapper's own cost. The soak is interleaved too: the direct
+turns are its control, telling a slower OpenCode from a slower wrapper.
+
+Both clients use aiohttp with keep-alive (no TCP set-up is timed) and the same SSE parser. Only OpenCode
+runs in another process: the model, the wrapper and both clients share this event loop in every mode.
+
+    /work/venv/bin/python bench/overhead.py [--turns N] [--soak N] [--json out.json]
+"""
+
+import argparse
+import asyncio
+import gc
+import json
+import logging
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
+from dataclasses import asdict, dataclass, field
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any, cast
+
+import aiohttp
+import uvicorn
+
+from a2a_wrapper.agent import RunningAgent, running_agent
+from a2a_wrapper.backends.opencode.backend import OpenCodeBackend as OpenCodeClient
+from a2a_wrapper.backends.opencode.launch import free_port
+from a2a_wrapper.config import AgentSettings, CardSettings, ModelProvider, OpenCodeBackend, ServerSettings
+from a2a_wrapper.installer import find_binary
+from a2a_wrapper.offline_model import MODEL_ID, SMALL_MODEL_ID, OfflineModel
+
+log = logging.getLogger("bench.overhead")
+
+TRIVIAL = "hi"
+LONG = "[[long:300]]"
+SOAK_WINDOW = 30
+TURN_TIMEOUT = 60.0
+V1 = {"A2A-Version": "1.0"}
+TERMINAL = {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"}
+
+# Targets: (added ms per trivial turn, first text ms after direct, growth of the added ms over the soak).
+MAX_ADDED_MS = 5.0
+MAX_FIRST_TEXT_MS = 2.0
+MAX_SOAK_GROWTH_MS = 1.0
+
+
+class BenchError(Exception):
+    """A turn did not end as a completed turn with text."""
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """One turn, in ms from sending the prompt."""
+
+    done: float  # direct: session.idle; wrapper: the TASK_STATE_COMPLETED status update
+    first_text: float | None  # the first answer delta / artifactUpdate
+    closed: float | None = None  # wrapper only: the end of the HTTP stream
+
+
+@dataclass
+class Series:
+    direct: list[Timing] = field(default_factory=list)
+    wrapper: list[Timing] = field(default_factory=list)
+
+
+# SSE, shared by both clients
+
+
+async def sse_payloads(response: aiohttp.ClientResponse) -> AsyncIterator[dict[str, Any]]:
+    data: list[str] = []
+    async for raw in response.content:
+        line = raw.decode().rstrip("\r\n")
+        if line.startswith("data:"):
+            data.append(line[5:].lstrip())
+        elif not line and data:
+            yield json.loads("\n".join(data))
+            data = []
+
+
+def ms(start: float, end: float | None) -> float | None:
+    return None if end is None else (end - start) * 1000
+
+
+# direct mode
+
+
+def session_of(event: dict[str, Any]) -> str | None:
+    props = event.get("properties") or {}
+    for holder in (props, props.get("part") or {}, props.get("info") or {}):
+        if isinstance(holder.get("sessionID"), str):
+            return str(holder["sessionID"])
+    return None
+
+
+class FirstText:
+    """When the first delta of an assistant text part arrived; a delta may precede its part's announcement."""
+
+    def __init__(self) -> None:
+        self._roles: dict[str, str] = {}  # messageID -> role
+        self._parts: dict[str, tuple[str, str]] = {}  # partID -> (type, messageID)
+        self._deltas: dict[str, float] = {}  # partID -> arrival of its first delta
+
+    def feed(self, at: float, event: dict[str, Any]) -> None:
+        kind, props = event.get("type"), event.get("properties") or {}
+        if kind == "message.updated":
+            info = props.get("info") or {}
+            self._roles[info.get("id", "")] = info.get("role", "")
+        elif kind == "message.part.updated":
+            part = props.get("part") or {}
+            self._parts[part.get("id", "")] = (part.get("type", ""), part.get("messageID", ""))
+        elif kind == "message.part.delta" and props.get("field", "text") == "text":
+            self._deltas.setdefault(props.get("partID", ""), at)
+
+    def at(self) -> float | None:
+        answers = [t for p, t in self._deltas.items() if self._is_answer(p)]
+        return min(answers, default=None)
+
+    def _is_answer(self, part_id: str) -> bool:
+        kind, message_id = self._parts.get(part_id, ("", ""))
+        return kind == "text" and self._roles.get(message_id) == "assistant"
+
+
+Stamped = tuple[float, dict[str, Any]]
+
+
+class DirectClient:
+    """OpenCode without the wrapper: one `/event` subscription for the whole run, routed by sessionID."""
+
+    def __init__(self, http: aiohttp.ClientSession, model: str) -> None:
+        self._http = http
+        provider_id, _, model_id = model.partition("/")
+        self._model = {"providerID": provider_id, "modelID": model_id}
+        self._queues: dict[str, asyncio.Queue[Stamped]] = {}
+        self.connected = asyncio.Event()
+
+    async def listen(self) -> None:
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=5)
+        async with self._http.get("event", timeout=timeout) as response:
+            response.raise_for_status()
+            async for event in sse_payloads(response):
+                at = time.perf_counter()
+                if event.get("type") == "server.connected":
+                    self.connected.set()
+                queue = self._queues.get(session_of(event) or "")
+                if queue is not None:
+                    queue.put_nowait((at, event))
+        raise BenchError("OpenCode closed the direct event stream")
+
+    async def new_session(self, title: str) -> str:
+        async with self._http.post("session", json={"title": title}) as response:
+            response.raise_for_status()
+            return str((await response.json())["id"])
+
+    async def turn(self, session_id: str, text: str) -> Timing:
+        queue = self._queues[session_id] = asyncio.Queue()
+        first = FirstText()
+        body = {"parts": [{"type": "text", "text": text}], "model": self._model}
+        try:
+            start = time.perf_counter()
+            async with self._http.post(f"session/{session_id}/prompt_async", json=body) as response:
+                response.raise_for_status()
+            while True:
+                at, event = await queue.get()
+                first.feed(at, event)
+                if event["type"] == "session.error":
+                    raise BenchError(f"OpenCode reported {event['properties'].get('error')}")
+                if event["type"] == "session.idle":
+                    return Timing(cast(float, ms(start, at)), ms(start, first.at()))
+        finally:
+            del self._queues[session_id]
+
+
+# wrapper mode
+
+
+class WrapperClient:
+    """An A2A client: one streamed JSON-RPC task per turn."""
+
+    def __init__(self, http: aiohttp.ClientSession, url: str) -> None:
+        self._http = http
+        self._url = url
+
+    async def turn(self, context_id: str, text: str) -> Timing:
+        message = {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": text}], "contextId": context_id}
+        body = {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": {"message": message}}
+        first = done = None
+        start = time.perf_counter()
+        async with self._http.post(self._url, json=body, headers=V1) as response:
+            response.raise_for_status()
+            async for payload in sse_payloads(response):
+                at = time.perf_counter()
+                result = payload.get("result")
+                if result is None:
+                    raise BenchError(f"the wrapper answered {payload.get('error')}")
+                if first is None and "artifactUpdate" in result:
+                    first = at
+                state = (result.get("statusUpdate") or {}).get("status", {}).get("state")
+                if state in TERMINAL:
+                    if state != "TASK_STATE_COMPLETED":
+                        raise BenchError(f"the task ended {state}: {result['statusUpdate']['status']}")
+                    done = at
+        closed = time.perf_counter()
+        if done is None:
+            raise BenchError("the wrapper's stream ended before the task did")
+        return Timing(cast(float, ms(start, done)), ms(start, first), ms(start, closed))
+
+
+# the run
+
+
+@dataclass
+class Modes:
+    direct: DirectClient
+    wrapper: WrapperClient
+
+    async def run(self, name: str, text: str, warmup: int, turns: int) -> Series:
+        """`turns` interleaved pairs after `warmup` unrecorded ones, on a fresh session and a fresh context."""
+        session_id = await self.direct.new_session(f"bench {name}")
+        context_id = f"bench-{name}-{uuid.uuid4().hex[:8]}"
+        series = Series()
+        for index in range(warmup + turns):
+            async with asyncio.timeout(TURN_TIMEOUT):
+                direct = await self.direct.turn(session_id, text)
+            async with asyncio.timeout(TURN_TIMEOUT):
+                wrapper = await self.wrapper.turn(context_id, text)
+            if index >= warmup:
+                series.direct.append(direct)
+                series.wrapper.append(wrapper)
+        return series
+
+
+def rss_mb(pid: int | str = "self") -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise BenchError(f"no VmRSS for pid {pid}")
+
+
+def memory(opencode_pid: int) -> dict[str, float]:
+    gc.collect()
+    return {"python_rss_mb": rss_mb(), "opencode_rss_mb": rss_mb(opencode_pid), "python_objects": len(gc.get_objects())}
+
+
+async def measure(modes: Modes, args: argparse.Namespace, opencode_pid: int) -> dict[str, Any]:
+    results: dict[str, Any] = {"turns": args.turns, "warmup": args.warmup, "first_text_runs": args.first_text_runs}
+    log.info("warm trivial turns: %d + %d warm-up", args.turns, args.warmup)
+    results["warm"] = await modes.run("warm", TRIVIAL, args.warmup, args.turns)
+    log.info("first text: %d runs", args.first_text_runs)
+    results["first_text"] = await modes.run("first-text", LONG, 2, args.first_text_runs)
+    log.info("soak: %d turns", args.soak)
+    results["memory_before"] = memory(opencode_pid)
+    results["soak"] = await modes.run("soak", TRIVIAL, 0, args.soak)
+    results["memory_after"] = memory(opencode_pid)
+    results["soak_turns"] = args.soak
+    return results
+
+
+# the agent
+
+
+def agent_settings(model: OfflineModel, state: Path) -> AgentSettings:
+    return AgentSettings(
+        card=CardSettings(name="bench"),
+        server=ServerSettings(port=free_port()),
+        backend=OpenCodeBackend(
+            binary=find_binary("opencode"),
+            workdir=state / "workspace",
+            model=f"offline/{MODEL_ID}",
+            provider=ModelProvider(id="offline", base_url=model.base_url, models=[MODEL_ID, SMALL_MODEL_ID]),
+        ),
+        state_dir=state,
+        auto_approve=True,
+    )
+
+
+@asynccontextmanager
+async def serving(agent: RunningAgent) -> AsyncIterator[str]:
+    """The agent's app on uvicorn; yields its JSON-RPC URL."""
+    config = uvicorn.Config(
+        agent.app, host="127.0.0.1", port=agent.settings.server.port, log_config=None, lifespan="off"
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve(), name="bench-uvicorn")
+    try:
+        async with asyncio.timeout(10):
+            while not server.started:  # noqa: ASYNC110 (uvicorn offers no started event)
+                await asyncio.sleep(0.02)
+        yield agent.settings.advertised_url + "/a2a/jsonrpc"
+    finally:
+        server.should_exit = True
+        await task
+
+
+@asynccontextmanager
+async def listening(direct: DirectClient) -> AsyncIterator[None]:
+    task = asyncio.create_task(direct.listen(), name="bench-direct-events")
+    try:
+        connected = asyncio.create_task(direct.connected.wait())
+        await asyncio.wait({task, connected}, timeout=10, return_when=asyncio.FIRST_COMPLETED)
+        connected.cancel()
+        if task.done():
+            task.result()  # the stream failed at once: raise its error
+        if not direct.connected.is_set():
+            raise BenchError("the direct event stream did not connect within 10 s")
+        yield
+    finally:
+        task.cancel()
+        with suppress(asyncio.CancelledError):
+            await task
+
+
+async def bench(args: argparse.Namespace) -> dict[str, Any]:
+    async with AsyncExitStack() as stack:
+        state = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="a2a-bench-")))
+        model = await stack.enter_async_context(OfflineModel())
+        agent = await stack.enter_async_context(running_agent(agent_settings(model, state)))
+        url = await stack.enter_async_context(serving(agent))
+        backend = cast(OpenCodeClient, agent.backend)
+        assert backend._http is not None and backend._child is not None and backend._child.pid is not None
+        direct = DirectClient(backend._http, agent.settings.backend.model)
+        await stack.enter_async_context(listening(direct))
+        http = await stack.enter_async_context(aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=120)))
+        health = await backend.health()
+        results = await measure(Modes(direct, WrapperClient(http, url)), args, backend._child.pid)
+        results["machine"] = machine(str(health.get("version")))
+        return results
+
+
+def machine(opencode_version: str) -> dict[str, str]:
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    return {
+        "cores": str(os.cpu_count()),
+        "cpu": cpu,
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "opencode": opencode_version,
+        "a2a_sdk": version("a2a-sdk"),
+    }
+
+
+# the report
+
+
+def p(values: list[float], q: int) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
+
+
+def done_ms(timings: list[Timing]) -> list[float]:
+    return [t.done for t in timings]
+
+
+def first_ms(timings: list[Timing]) -> list[float]:
+    missing = sum(t.first_text is None for t in timings)
+    if missing:
+        raise BenchError(f"{missing} turns streamed no text")
+    return [cast(float, t.first_text) for t in timings]
+
+
+def summarise(results: dict[str, Any]) -> dict[str, Any]:
+    warm, first, soak = results["warm"], results["first_text"], results["soak"]
+    window = min(SOAK_WINDOW, len(soak.direct) // 2)
+    rows = {
+        "warm_p50": pair(p(done_ms(warm.direct), 50), p(done_ms(warm.wrapper), 50)),
+        "warm_p90": pair(p(done_ms(warm.direct), 90), p(done_ms(warm.wrapper), 90)),
+        "first_text_p50": pair(p(first_ms(first.direct), 50), p(first_ms(first.wrapper), 50)),
+        "soak_first_p50": pair(p(done_ms(soak.direct[:window]), 50), p(done_ms(soak.wrapper[:window]), 50)),
+        "soak_last_p50": pair(p(done_ms(soak.direct[-window:]), 50), p(done_ms(soak.wrapper[-window:]), 50)),
+        "wrapper_stream_end_p50": p([cast(float, t.closed) - t.done for t in warm.wrapper], 50),
+    }
+    growth = rows["soak_last_p50"]["added"] - rows["soak_first_p50"]["added"]
+    rows["soak_growth_ms"] = growth
+    rows["pass"] = {
+        "added_per_turn": rows["warm_p50"]["added"] < MAX_ADDED_MS,
+        "first_text": rows["first_text_p50"]["added"] <= MAX_FIRST_TEXT_MS,
+        "soak": growth <= MAX_SOAK_GROWTH_MS,
+    }
+    rows["soak_window"] = window
+    return rows
+
+
+def pair(direct: float, wrapper: float) -> dict[str, float]:
+    return {"direct": direct, "wrapper": wrapper, "added": wrapper - direct, "ratio": wrapper / direct}
+
+
+def verdict(ok: bool) -> str:
+    return "**pass**" if ok else "**FAIL**"
+
+
+def render(results: dict[str, Any], summary: dict[str, Any]) -> str:
+    m, ok, w = results["machine"], summary["pass"], summary["soak_window"]
+    before, after = results["memory_before"], results["memory_after"]
+
+    def row(label: str, key: str, target: str = "", passed: bool | None = None) -> str:
+        r = summary[key]
+        result = "" if passed is None else verdict(passed)
+        return (
+            f"| {label} | {r['direct']:.1f} | {r['wrapper']:.1f} | {r['added']:+.1f} | {r['ratio']:.2f}x "
+            f"| {target} | {result} |"
+        )
+
+    lines = [
+        f"Machine: {m['cores']} cores ({m['cpu']}), {m['os']}, Python {m['python']}, "
+        f"OpenCode {m['opencode']}, a2a-sdk {m['a2a_sdk']}.",
+        f"Turns interleaved direct/wrapper: {results['turns']} warm trivial turns per mode (after "
+        f"{results['warmup']} warm-ups), {results['first_text_runs']} long replies per mode, "
+        f"{results['soak_turns']} soak turns per mode. Times in ms.",
+        "",
+        "| measure | direct | wrapper | added | ratio | target | result |",
+        "|---|---:|---:|---:|---:|---|---|",
+        row("warm trivial turn, p50", "warm_p50", f"under {MAX_ADDED_MS:g} ms added", ok["added_per_turn"]),
+        row("warm trivial turn, p90", "warm_p90"),
+        row("first text of a 300-delta reply, p50", "first_text_p50", f"within {MAX_FIRST_TEXT_MS:g} ms of direct",
+            ok["first_text"]),
+        row(f"soak, first {w} turns, p50", "soak_first_p50"),
+        row(f"soak, last {w} turns, p50", "soak_last_p50", "no slowdown: added ms grows at most "
+            f"{MAX_SOAK_GROWTH_MS:g} ms ({summary['soak_growth_ms']:+.1f})", ok["soak"]),
+        "",
+        "| memory over the soak | before | after | change |",
+        "|---|---:|---:|---:|",
+        mem_row("this process (wrapper, model, clients), RSS MB", before["python_rss_mb"], after["python_rss_mb"]),
+        mem_row("OpenCode, RSS MB", before["opencode_rss_mb"], after["opencode_rss_mb"]),
+        mem_row("live Python objects (after gc)", before["python_objects"], after["python_objects"], "{:.0f}"),
+        "",
+        f"The wrapper's stream closes {summary['wrapper_stream_end_p50']:.1f} ms (p50) after its final status update.",
+    ]
+    return "\n".join(lines)
+
+
+def mem_row(label: str, before: float, after: float, fmt: str = "{:.1f}") -> str:
+    return f"| {label} | {fmt.format(before)} | {fmt.format(after)} | {fmt.format(after - before)} |"
+
+
+def dump(results: dict[str, Any], summary: dict[str, Any], path: Path) -> None:
+    raw = {k: asdict(v) if isinstance(v, Series) else v for k, v in results.items()}
+    path.write_text(json.dumps({**raw, "summary": summary}, indent=2))
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--turns", type=int, default=50, help="warm trivial turns per mode (default 50)")
+    parser.add_argument("--warmup", type=int, default=5, help="unrecorded warm-up turns per mode (default 5)")
+    parser.add_argument("--first-text-runs", type=int, default=20, help="long replies per mode (default 20)")
+    parser.add_argument("--soak", type=int, default=300, help="soak turns per mode (default 300)")
+    parser.add_argument("--json", type=Path, help="write the raw numbers here")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress at INFO")
+    args = parser.parse_args(argv)
+    if min(args.turns, args.first_text_runs, args.soak) < 2:
+        parser.error("--turns, --first-text-runs and --soak need at least 2")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    results = asyncio.run(bench(args))
+    summary = summarise(results)
+    print(render(results, summary))
+    if args.json:
+        dump(results, summary, args.json)
+    return 0 if all(summary["pass"].values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

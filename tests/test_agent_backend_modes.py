@@ -1,0 +1,117 @@
+"""System prompt modes, attaching to a running OpenCode, listing and subscribing to tasks."""
+
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from a2a_wrapper.backends.opencode import launch
+from a2a_wrapper.process import ChildProcess
+from tests.a2a_wire import V1, answer_text, rpc, send, stream, task_answer, user_message
+from tests.conftest import ServedAgent, SettingsFactory, serving
+
+
+async def test_system_prompt_appended(
+    make_settings: SettingsFactory, offline_model: Any, http: httpx.AsyncClient
+) -> None:
+    settings = make_settings(backend={"system_prompt": "APPENDED-RULES: review only."})
+    async with serving(settings, offline_model) as served:
+        await http.delete(offline_model.url + "/control/requests")
+        task = await send(http, served.jsonrpc, "hi")
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+        requests = (await http.get(offline_model.url + "/control/requests")).json()
+        system = "".join(str(m.get("content")) for m in requests[-1]["messages"] if m["role"] == "system")
+        assert "APPENDED-RULES: review only." in system
+        assert len(system) > 2000, "appending keeps OpenCode's own system prompt"
+
+
+async def test_system_prompt_replaced_through_a_custom_agent(
+    make_settings: SettingsFactory, offline_model: Any, http: httpx.AsyncClient
+) -> None:
+    settings = make_settings(
+        backend={"system_prompt": "REPLACED-PROMPT: you review code.", "system_prompt_mode": "replace"}
+    )
+    async with serving(settings, offline_model) as served:
+        events = await stream(http, served.jsonrpc, {"message": user_message("[[echo-system]]")})
+        assert answer_text(events).startswith("System prompt starts: REPLACED-PROMPT: you review code.")
+
+
+async def test_attach_to_a_running_opencode(
+    make_settings: SettingsFactory, offline_model: Any, opencode_binary: Path, tmp_path: Path, http: httpx.AsyncClient
+) -> None:
+    external = make_settings(state_dir=tmp_path / "external")
+    plan = launch.prepare(opencode_binary, external.backend, tmp_path / "external", dict(os.environ))
+    external.backend.workdir.mkdir(parents=True)
+    child = ChildProcess("external-opencode", plan.argv, plan.env, external.backend.workdir)
+    await child.start(launch.READY_LINE)
+    try:
+        url = (await child.wait_ready(60)).group(1)
+        settings = make_settings(
+            backend={"base_url": url, "password": plan.password, "workdir": external.backend.workdir}
+        )
+        async with serving(settings, offline_model) as served:
+            health = (await http.get(served.url + "/health")).json()
+            assert health["backend"]["healthy"] is True and "pid" not in health["backend"]
+            task = await send(http, served.jsonrpc, "attached")
+            assert task_answer(task) == "Offline model reply: attached"
+        assert child.running, "an attached backend belongs to the user: it is not stopped"
+    finally:
+        await child.stop()
+
+
+async def test_wrong_password_for_an_attached_backend_is_a_clear_error(
+    make_settings: SettingsFactory, offline_model: Any, opencode_binary: Path, tmp_path: Path
+) -> None:
+    from a2a_wrapper.agent import running_agent
+    from a2a_wrapper.errors import BackendUnavailable
+
+    external = make_settings(state_dir=tmp_path / "external")
+    plan = launch.prepare(opencode_binary, external.backend, tmp_path / "external", dict(os.environ))
+    external.backend.workdir.mkdir(parents=True)
+    child = ChildProcess("external-opencode", plan.argv, plan.env, external.backend.workdir)
+    await child.start(launch.READY_LINE)
+    try:
+        url = (await child.wait_ready(60)).group(1)
+        settings = make_settings(backend={"base_url": url, "password": "wrong", "startup_timeout": 5})
+        try:
+            async with running_agent(settings):
+                raise AssertionError("must not start")
+        except BackendUnavailable as exc:
+            assert "401" in str(exc)
+    finally:
+        await child.stop()
+
+
+async def test_list_and_subscribe(agent: ServedAgent, http: httpx.AsyncClient) -> None:
+    first = await send(http, agent.jsonrpc, "listed")
+    listed = await rpc(http, agent.jsonrpc, "ListTasks", {"contextId": first["contextId"]})
+    assert [t["id"] for t in listed["result"]["tasks"]] == [first["id"]]
+    rest = await http.get(agent.rest + "/tasks", params={"contextId": first["contextId"]}, headers=V1)
+    assert rest.status_code == 200 and rest.json()["tasks"][0]["id"] == first["id"]
+
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "SendStreamingMessage",
+        "params": {"message": user_message("[[long:30]] [[slow:3]]")},
+    }
+    async with http.stream("POST", agent.jsonrpc, json=body, headers=V1) as response:
+        lines = response.aiter_lines()
+        async for line in lines:
+            if line.startswith("data:"):
+                task_id = json.loads(line[5:])["result"]["task"]["id"]
+                break
+        subscribed: list[dict[str, Any]] = []
+        sub_body = {"jsonrpc": "2.0", "id": 2, "method": "SubscribeToTask", "params": {"id": task_id}}
+        async with asyncio.timeout(30), http.stream("POST", agent.jsonrpc, json=sub_body, headers=V1) as sub:
+            async for line in sub.aiter_lines():
+                if line.startswith("data:"):
+                    subscribed.append(json.loads(line[5:])["result"])
+        async for _ in lines:
+            pass
+    states = [e["statusUpdate"]["status"]["state"] for e in subscribed if "statusUpdate" in e]
+    assert states[-1] == "TASK_STATE_COMPLETED"
+    assert any("artifactUpdate" in e for e in subscribed)
