@@ -19,6 +19,7 @@ from a2a_wrapper.card import CARD_PATH, build_card
 from a2a_wrapper.config import AgentSettings
 from a2a_wrapper.executor import TurnExecutor
 from a2a_wrapper.permissions import AutoApprove
+from a2a_wrapper.recovery import fail_interrupted_tasks
 from a2a_wrapper.sessions import SessionMap
 
 log = logging.getLogger(__name__)
@@ -49,11 +50,13 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         await backend.start()
         task_store = DatabaseTaskStore(engine)
         await task_store.initialize()
+        await fail_interrupted_tasks(engine, task_store)
         sessions = SessionMap(engine, backend, settings.sessions)
         await sessions.initialize()
         expiry = asyncio.create_task(sessions.run_expiry(), name="session-expiry")
         stack.push_async_callback(_cancel, expiry)
         executor = TurnExecutor(backend, sessions, AutoApprove(settings.auto_approve), settings.timeouts.turn)
+        stack.push_async_callback(executor.shutdown)
         app = build_app(build_card(settings), executor, task_store, backend, settings.server.max_body_bytes)
         yield RunningAgent(settings, app, backend, sessions)
 

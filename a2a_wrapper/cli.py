@@ -166,7 +166,9 @@ def backends_install(kinds: tuple[str, ...]) -> None:
 @click.argument("kind")
 def backends_path(kind: str) -> None:
     """Print where the installed backend binary is."""
+    if kind not in installer.PINNED:
+        raise click.BadParameter(f"unknown backend {kind!r}; known: {', '.join(installer.PINNED)}")
     try:
         click.echo(installer.find_binary(kind))
-    except (WrapperError, KeyError) as exc:
+    except WrapperError as exc:
         raise click.ClickException(str(exc)) from exc

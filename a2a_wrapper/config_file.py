@@ -3,18 +3,19 @@
 import json
 import os
 import re
+import typing
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
-from pydantic_settings import BaseSettings, InitSettingsSource, PydanticBaseSettingsSource, SettingsError
+from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsError
 
 from a2a_wrapper.config import BACKEND_KINDS, AgentSettings
 from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.node_config import is_node_config, translate_node_config
 
-_FIELD_BY_ALIAS = {field.alias: name for name, field in AgentSettings.model_fields.items() if field.alias}
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -24,7 +25,7 @@ def load_config(path: Path | str, overrides: dict[str, Any] | None = None) -> Ag
     raw = read_config_file(path)
     data = translate_node_config(raw) if is_node_config(raw) else raw
     data = _substitute(data, path, ())
-    settings = _validate(data, overrides or {}, path)
+    settings = _validate(_by_field_name(AgentSettings, data), _by_field_name(AgentSettings, overrides or {}), path)
     return _resolve_paths(settings, path)
 
 
@@ -72,6 +73,43 @@ def _lookup(match: re.Match[str], path: Path, location: tuple[str, ...]) -> str:
     raise ConfigError(f"{path}: {key}: environment variable {name} is not set (write ${{{name}:-default}})")
 
 
+def _by_field_name(model: type[BaseModel], data: dict[str, Any]) -> dict[str, Any]:
+    """camelCase keys renamed to field names, as the environment source names them, so that sources merge key by key."""
+    names = {field.alias: name for name, field in model.model_fields.items() if field.alias}
+    result: dict[str, Any] = {}
+    for key, value in data.items():
+        name = names.get(key, key)
+        field = model.model_fields.get(name)
+        nested = _section_of(field.annotation) if field is not None else None
+        if nested is not None and isinstance(value, dict):
+            value = _by_field_name(nested, value)
+        elif nested is not None and isinstance(value, list):
+            value = [_by_field_name(nested, item) if isinstance(item, dict) else item for item in value]
+        result[name] = value
+    return result
+
+
+def _section_of(annotation: Any) -> type[BaseModel] | None:
+    """The section model inside `X`, `X | None` or `list[X]`; None for plain values and raw mappings."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next(filter(None, map(_section_of, typing.get_args(annotation))), None)
+
+
+class _Values(PydanticBaseSettingsSource):
+    """Values already read (the file, the CLI flags), passed on as they are."""
+
+    def __init__(self, settings_cls: type[BaseSettings], values: dict[str, Any]) -> None:
+        super().__init__(settings_cls)
+        self._values = values
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return self._values
+
+
 def _validate(data: dict[str, Any], overrides: dict[str, Any], path: Path) -> AgentSettings:
     class FileSettings(AgentSettings):
         @classmethod
@@ -83,10 +121,10 @@ def _validate(data: dict[str, Any], overrides: dict[str, Any], path: Path) -> Ag
             dotenv_settings: PydanticBaseSettingsSource,
             file_secret_settings: PydanticBaseSettingsSource,
         ) -> tuple[PydanticBaseSettingsSource, ...]:
-            return (init_settings, env_settings, InitSettingsSource(settings_cls, init_kwargs=data))
+            return (_Values(settings_cls, overrides), env_settings, _Values(settings_cls, data))
 
     try:
-        loaded = FileSettings(**overrides)
+        loaded = FileSettings()
     except ValidationError as exc:
         raise ConfigError(describe_errors(exc, path)) from exc
     except SettingsError as exc:  # an A2A_WRAP_* variable whose value is not valid JSON
@@ -101,8 +139,6 @@ def describe_errors(exc: ValidationError, path: Path) -> str:
         loc = list(error["loc"])
         if len(loc) > 1 and loc[0] == "backend" and loc[1] in BACKEND_KINDS:
             del loc[1]  # the discriminator's tag, not a key the user wrote
-        if loc and loc[0] in _FIELD_BY_ALIAS:
-            loc[0] = _FIELD_BY_ALIAS[loc[0]]  # pydantic-settings renames top-level keys to their camelCase alias
         key = ".".join(str(part) for part in loc) or "(top level)"
         message = error["msg"]
         if error["type"] == "extra_forbidden":

@@ -20,6 +20,7 @@ from a2a_wrapper.sessions import SessionMap
 log = logging.getLogger(__name__)
 
 NO_PERSON = "No person is attached to answer questions yet; decide on your own and say what you assumed."
+SHUTTING_DOWN = "The agent shut down while this turn was running; the turn was aborted. Send the message again."
 
 
 class TurnExecutor(AgentExecutor):
@@ -28,6 +29,20 @@ class TurnExecutor(AgentExecutor):
         self._sessions = sessions
         self._policy = policy
         self._turn_timeout = turn_timeout
+        self._active: set[Turn] = set()
+        self._drained = asyncio.Event()
+        self._drained.set()
+        self._closing = False
+
+    async def shutdown(self, grace: float = 10.0) -> None:
+        """Abort running turns; each ends `failed` with a sentence. Waits for them at most `grace` s."""
+        self._closing = True
+        await asyncio.gather(*(_abort(turn) for turn in list(self._active)))
+        try:
+            async with asyncio.timeout(grace):
+                await self._drained.wait()
+        except TimeoutError:
+            log.warning("%d turn(s) still running after %.0f s of shutdown", len(self._active), grace)
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         assert context.task_id is not None and context.message is not None
@@ -62,11 +77,21 @@ class TurnExecutor(AgentExecutor):
             await self._drive(turn, reporter)
 
     async def _drive(self, turn: Turn, reporter: TaskReporter) -> None:
+        self._active.add(turn)
+        self._drained.clear()
+        try:
+            await self._follow(turn, reporter)
+        finally:
+            self._active.discard(turn)
+            if not self._active:
+                self._drained.set()
+
+    async def _follow(self, turn: Turn, reporter: TaskReporter) -> None:
         try:
             async with asyncio.timeout(self._turn_timeout):
                 async for event in turn:
                     if isinstance(event, Done):
-                        await reporter.finish(event)
+                        await reporter.finish(Done("failed", SHUTTING_DOWN) if self._closing else event)
                         return
                     await self._handle(event, turn, reporter)
             await reporter.finish(Done("failed", "The backend ended the turn without saying it was done."))

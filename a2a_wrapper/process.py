@@ -1,16 +1,26 @@
 """A child process in its own process group: output logged line by line, readiness by a line, bounded stop."""
 
 import asyncio
+import ctypes
 import logging
 import os
 import re
 import signal
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from a2a_wrapper.errors import BackendUnavailable
 
 log = logging.getLogger(__name__)
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: Linux kills it if the wrapper dies without stopping it (no orphans)."""
+    if sys.platform == "linux":
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 class ChildProcess:
@@ -46,6 +56,7 @@ class ChildProcess:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
         log.info("[%s] started %s (pid %s)", self.name, Path(self._argv[0]).name, self._process.pid)
         self._pump = asyncio.create_task(self._read_output(), name=f"{self.name}-output")

@@ -1,4 +1,4 @@
-"""A third-party client: the JavaScript SDK (@a2a-js/sdk, pinned in tests/node_client) drives the real agent, unchanged."""
+"""A third-party client: the JavaScript SDK (@a2a-js/sdk, pinned in tests/node_client) drives the agent unchanged."""
 
 import asyncio
 import json
@@ -18,7 +18,7 @@ RUN_TIMEOUT = 150
 def _tool(name: str) -> str:
     path = shutil.which(name)
     if path is None:
-        pytest.fail(f"`{name}` is not on PATH: the JS SDK tests need Node.js 18+ and npm (CI installs them)")
+        pytest.fail(f"`{name}` is not on PATH: the JS SDK tests need Node.js 20+ and npm (CI installs them)")
     return path
 
 
@@ -65,32 +65,66 @@ def state(name: str) -> str:
     return name.lower().removeprefix("task_state_")
 
 
-@pytest.mark.parametrize("transport", ["JSONRPC", "HTTP+JSON"])
-async def test_js_sdk_streams_a_task(node: str, agent: ServedAgent, transport: str) -> None:
-    result = await run_js_client(node, agent, "hello from js", "--transport", transport)
-    assert result["transport"] == transport and result["protocolVersion"] == "1.0"
-    assert result["text"] == "Offline model reply: hello from js"
-    assert state(result["finalState"]) == "completed"
+ANSWER = "Offline model reply: hello from js"
+
+# @a2a-js/sdk 1.3.0, v0.3 REST compat transport: LegacyRestTransport decodes each SSE event with
+# FromProto.taskArtifactUpdateEvent (dist/client/index.js), which copies lastChunk but not `append`,
+# so the SDK reports append=false for every chunk although the wire says "append": true.
+LEGACY_REST_DROPS_APPEND = pytest.mark.xfail(
+    strict=True, reason="@a2a-js/sdk 1.3.0 v0.3 REST compat transport drops TaskArtifactUpdateEvent.append"
+)
+
+
+def assert_streamed_task(result: dict[str, Any]) -> None:
     kinds = result["kinds"]
     assert kinds[0] == "task" and kinds[-1] == "statusUpdate", kinds
     assert {"task", "statusUpdate", "artifactUpdate"} <= set(kinds), kinds
-    assert result["taskId"]
-
-
-async def test_js_sdk_default_pick_streams_over_jsonrpc(node: str, agent: ServedAgent) -> None:
-    """No preference: the SDK's own choice from the card (the first interface it advertises)."""
-    result = await run_js_client(node, agent, "hello from js")
-    assert result["transport"] == "JSONRPC" and result["protocolVersion"] == "1.0"
-    assert result["text"] == "Offline model reply: hello from js"
     assert state(result["finalState"]) == "completed"
-    assert {"task", "statusUpdate", "artifactUpdate"} <= set(result["kinds"])
+    assert result["taskId"]
+    assert "".join(chunk["text"] for chunk in result["chunks"]) == ANSWER, "the chunks, in order, are the answer"
+    assert [chunk["lastChunk"] for chunk in result["chunks"]][-1] is True
 
 
-@pytest.mark.parametrize("transport", ["JSONRPC", "HTTP+JSON"])
-async def test_js_sdk_send_message(node: str, agent: ServedAgent, transport: str) -> None:
-    result = await run_js_client(node, agent, "hello from js", "--send", "--transport", transport)
-    assert result["transport"] == transport
+async def test_js_sdk_default_pick_streams_a_task(node: str, agent: ServedAgent) -> None:
+    """No preference: the SDK chooses from the card by itself (the first binding it lists, at version 1.0)."""
+    result = await run_js_client(node, agent, "hello from js")
+    assert (result["transport"], result["protocolVersion"]) == ("JSONRPC", "1.0")
+    assert result["text"] == ANSWER
+    assert_streamed_task(result)
+
+
+@pytest.mark.parametrize(
+    ("protocol", "transport"),
+    [
+        ("1.0", "JSONRPC"),
+        ("1.0", "HTTP+JSON"),
+        ("0.3", "JSONRPC"),
+        pytest.param("0.3", "HTTP+JSON", marks=LEGACY_REST_DROPS_APPEND),
+    ],
+)
+async def test_js_sdk_streams_a_task(node: str, agent: ServedAgent, protocol: str, transport: str) -> None:
+    result = await run_js_client(node, agent, "hello from js", "--protocol", protocol, "--transport", transport)
+    assert (result["transport"], result["protocolVersion"]) == (transport, protocol)
+    assert_streamed_task(result)
+    assert [chunk["append"] for chunk in result["chunks"]][1:] == [True] * (len(result["chunks"]) - 1)
+    assert result["text"] == ANSWER
+
+
+async def test_js_sdk_legacy_rest_stream_carries_the_answer(node: str, agent: ServedAgent) -> None:
+    """Despite the SDK's lost `append` (see above), every chunk arrives, in order, and the task completes."""
+    result = await run_js_client(node, agent, "hello from js", "--protocol", "0.3", "--transport", "HTTP+JSON")
+    assert (result["transport"], result["protocolVersion"]) == ("HTTP+JSON", "0.3")
+    assert_streamed_task(result)
+
+
+@pytest.mark.parametrize(
+    ("protocol", "transport"), [("1.0", "JSONRPC"), ("1.0", "HTTP+JSON"), ("0.3", "JSONRPC"), ("0.3", "HTTP+JSON")]
+)
+async def test_js_sdk_send_message(node: str, agent: ServedAgent, protocol: str, transport: str) -> None:
+    options = ("--send", "--protocol", protocol, "--transport", transport)
+    result = await run_js_client(node, agent, "hello from js", *options)
+    assert (result["transport"], result["protocolVersion"]) == (transport, protocol)
     assert result["kinds"] == ["task"]
-    assert result["text"] == "Offline model reply: hello from js"
+    assert result["text"] == ANSWER
     assert state(result["finalState"]) == "completed"
     assert result["taskId"]

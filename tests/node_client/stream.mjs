@@ -14,7 +14,9 @@
 //
 // kinds are the SDK's own StreamResponse payload cases, in order ("task",
 // "statusUpdate", "artifactUpdate", "message"); finalState is the last task state
-// as the SDK names it (e.g. "TASK_STATE_COMPLETED"). Set A2A_JS_TRACE=1 to log
+// as the SDK names it (e.g. "TASK_STATE_COMPLETED"); text is assembled the way
+// the protocol says (append=false starts the artifact over); chunks lists every
+// artifact update as the SDK decoded it ({text, append, lastChunk}). Set A2A_JS_TRACE=1 to log
 // every HTTP request and response the SDK makes to stderr (the SDK's own fetch
 // hook, the requests themselves are untouched). Exits 1 with a message on error.
 
@@ -131,6 +133,7 @@ async function main() {
     text: '',
     finalState: undefined,
     taskId: undefined,
+    chunks: [],
     transport: client.transport.protocolName,
     protocolVersion: client.protocolVersion,
   };
@@ -163,6 +166,7 @@ async function main() {
         result.taskId ??= value.taskId;
         const id = value.artifact?.artifactId ?? '';
         const chunk = partsText(value.artifact?.parts);
+        result.chunks.push({ text: chunk, append: value.append, lastChunk: value.lastChunk });
         artifacts.set(id, value.append ? (artifacts.get(id) ?? '') + chunk : chunk);
       }
     }

@@ -1,0 +1,64 @@
+"""At start: tasks a previous run left `submitted` or `working` end `failed`, with a sentence.
+
+Their backend turn died with that run; leaving them `working` would make callers wait forever.
+"""
+
+import json
+import logging
+import uuid
+from datetime import UTC, datetime
+
+from a2a.auth.user import User
+from a2a.helpers import new_text_part
+from a2a.server.context import ServerCallContext
+from a2a.server.tasks import TaskStore
+from a2a.types import Message, Role, TaskState, TaskStatus
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+log = logging.getLogger(__name__)
+
+INTERRUPTED = "The agent restarted while this task was running; its turn was lost. Send the message again."
+_UNFINISHED = {"TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"}
+
+
+class _Owner(User):
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    @property
+    def is_authenticated(self) -> bool:
+        return bool(self._name)
+
+    @property
+    def user_name(self) -> str:
+        return self._name
+
+
+async def fail_interrupted_tasks(engine: AsyncEngine, store: TaskStore) -> int:
+    async with engine.connect() as db:
+        rows = (await db.execute(text("SELECT id, owner, status FROM tasks"))).all()
+    failed = 0
+    for task_id, owner, status in rows:
+        state = (json.loads(status) if isinstance(status, str) else status or {}).get("state")
+        if state not in _UNFINISHED:
+            continue
+        context = ServerCallContext(user=_Owner(owner or ""))
+        task = await store.get(task_id, context)
+        if task is None:
+            continue
+        message = Message(
+            message_id=str(uuid.uuid4()),
+            role=Role.ROLE_AGENT,
+            task_id=task.id,
+            context_id=task.context_id,
+            parts=[new_text_part(INTERRUPTED)],
+        )
+        task.status.CopyFrom(
+            TaskStatus(state=TaskState.TASK_STATE_FAILED, message=message, timestamp=datetime.now(UTC))
+        )
+        await store.save(task, context)
+        failed += 1
+    if failed:
+        log.warning("%d task(s) interrupted by the last stop were marked failed", failed)
+    return failed

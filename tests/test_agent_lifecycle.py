@@ -1,0 +1,133 @@
+"""The agent as a user runs it (`a2a-wrap serve`): stop, crash and restart, with nothing left running."""
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from a2a_wrapper.backends.opencode.launch import free_port
+from tests.a2a_wire import rpc, status_text, user_message
+from tests.conftest import SettingsFactory
+
+
+def write_config(path: Path, settings: Any) -> Path:
+    config = {
+        "card": {"name": "lifecycle"},
+        "server": {"port": settings.server.port},
+        "backend": {
+            "kind": "opencode",
+            "binary": str(settings.backend.binary),
+            "model": settings.backend.model,
+            "provider": {
+                **settings.backend.provider.model_dump(mode="json"),
+                "api_key": settings.backend.provider.api_key.get_secret_value(),
+            },
+        },
+        "state_dir": str(path.parent / "state"),
+    }
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+async def start_serve(config: Path) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "a2a_wrapper",
+        "serve",
+        "--config",
+        str(config),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def wait_healthy(http: httpx.AsyncClient, url: str) -> dict[str, Any]:
+    async with asyncio.timeout(60):
+        while True:
+            try:
+                response = await http.get(url + "/health")
+                if response.status_code == 200:
+                    return dict(response.json())
+            except httpx.TransportError:
+                pass
+            await asyncio.sleep(0.2)  # noqa: ASYNC110 (a separate process: nothing to await but its port)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/status").read_text().find("State:\tZ") < 0
+
+
+async def test_sigterm_stops_the_backend_too(
+    make_settings: SettingsFactory, tmp_path: Path, http: httpx.AsyncClient
+) -> None:
+    config = write_config(tmp_path / "agent.yaml", make_settings())
+    process = await start_serve(config)
+    url = f"http://127.0.0.1:{yaml.safe_load(config.read_text())['server']['port']}"
+    health = await wait_healthy(http, url)
+    backend_pid = health["backend"]["pid"]
+    process.send_signal(signal.SIGTERM)
+    async with asyncio.timeout(30):
+        assert await process.wait() == 0
+    await asyncio.sleep(0.2)
+    assert not alive(backend_pid), "opencode must not outlive the wrapper"
+
+
+async def test_killed_wrapper_leaves_no_backend_and_its_task_ends_failed(
+    make_settings: SettingsFactory, tmp_path: Path, http: httpx.AsyncClient
+) -> None:
+    config = write_config(tmp_path / "agent.yaml", make_settings())
+    url = f"http://127.0.0.1:{yaml.safe_load(config.read_text())['server']['port']}"
+    process = await start_serve(config)
+    health = await wait_healthy(http, url)
+    params = {"message": user_message("[[slow:30]] interrupted"), "configuration": {"returnImmediately": True}}
+    started = (await rpc(http, url + "/a2a/jsonrpc", "SendMessage", params))["result"]["task"]
+    await asyncio.sleep(1.5)
+    process.kill()
+    await process.wait()
+    await asyncio.sleep(0.5)
+    assert not alive(health["backend"]["pid"]), "a backend whose wrapper died is killed with it"
+
+    process = await start_serve(config)
+    try:
+        await wait_healthy(http, url)
+        task = (await rpc(http, url + "/a2a/jsonrpc", "GetTask", {"id": started["id"]}))["result"]
+        assert task["status"]["state"] == "TASK_STATE_FAILED"
+        assert "restarted while this task was running" in status_text(task["status"])
+    finally:
+        process.send_signal(signal.SIGTERM)
+        await process.wait()
+
+
+async def test_graceful_stop_fails_a_running_turn_with_a_sentence(
+    make_settings: SettingsFactory, tmp_path: Path, http: httpx.AsyncClient
+) -> None:
+    config = write_config(tmp_path / "agent.yaml", make_settings())
+    url = f"http://127.0.0.1:{yaml.safe_load(config.read_text())['server']['port']}"
+    process = await start_serve(config)
+    await wait_healthy(http, url)
+    params = {"message": user_message("[[slow:30]] cut short"), "configuration": {"returnImmediately": True}}
+    started = (await rpc(http, url + "/a2a/jsonrpc", "SendMessage", params))["result"]["task"]
+    await asyncio.sleep(1.5)
+    process.send_signal(signal.SIGTERM)
+    async with asyncio.timeout(30):
+        await process.wait()
+    process = await start_serve(config)
+    try:
+        await wait_healthy(http, url)
+        task = (await rpc(http, url + "/a2a/jsonrpc", "GetTask", {"id": started["id"]}))["result"]
+        assert task["status"]["state"] == "TASK_STATE_FAILED"
+        assert "shut down while this turn was running" in status_text(task["status"]), json.dumps(task["status"])
+    finally:
+        process.send_signal(signal.SIGTERM)
+        await process.wait()

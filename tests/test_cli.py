@@ -1,0 +1,228 @@
+"""`a2a-wrap` as a user runs it: check, schema, errors without tracebacks, help, backend paths."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+CODE_REVIEW = ROOT / "agents" / "code-review" / "config.yaml"
+NODE_CONFIG = Path(__file__).parent / "fixtures" / "node-a2a-opencode.json"
+MASK = "**********"
+
+
+def a2a_wrap(*args: str, env: dict[str, str] | None = None, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("A2A_WRAP_") or k == "A2A_WRAP_BACKENDS_DIR"}
+    return subprocess.run(
+        [sys.executable, "-m", "a2a_wrapper", *args],
+        env={**clean, **(env or {})},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def check_output(stdout: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The two JSON documents `check` prints: the effective config and the agent card."""
+    config_text, card_text = stdout.split("# agent card\n")
+    return json.loads(config_text.removeprefix("# effective config\n")), json.loads(card_text)
+
+
+@pytest.fixture
+def state_home(tmp_path: Path) -> dict[str, str]:
+    return {"XDG_STATE_HOME": str(tmp_path / "state")}
+
+
+def write(folder: Path, data: dict[str, Any]) -> Path:
+    path = folder / "agent.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+SECRET_CONFIG = {
+    "card": {"name": "Reviewer", "skills": [{"id": "review", "name": "Review", "tags": ["review"]}]},
+    "server": {"host": "0.0.0.0", "port": 8100, "advertise_url": "https://agents.example.com/reviewer/"},
+    "backend": {
+        "kind": "opencode",
+        "password": "hunter2-server-password",
+        "provider": {
+            "id": "corp",
+            "base_url": "https://llm.example.com/v1",
+            "api_key": "${REVIEW_PROVIDER_KEY}",
+            "models": ["big"],
+        },
+        "model": "corp/big",
+    },
+}
+
+
+def test_check_masks_secrets_and_prints_the_card(tmp_path: Path, state_home: dict[str, str]) -> None:
+    path = write(tmp_path, SECRET_CONFIG)
+    result = a2a_wrap("check", "--config", str(path), env={**state_home, "REVIEW_PROVIDER_KEY": "sk-live-123456"})
+    assert result.returncode == 0, result.stderr
+    assert "sk-live-123456" not in result.stdout + result.stderr
+    assert "hunter2-server-password" not in result.stdout + result.stderr
+    config, card = check_output(result.stdout)
+    assert config["backend"]["provider"]["api_key"] == MASK
+    assert config["backend"]["password"] == MASK
+    assert config["backend"]["model"] == "corp/big"
+    assert config["backend"]["workdir"] == str(tmp_path / "workspace")
+    assert config["state_dir"] == str(tmp_path / "state" / "a2a-wrapper" / "reviewer")
+    assert card["name"] == "Reviewer"
+    assert card["skills"][0]["tags"] == ["review"]
+    urls = {(i["protocolBinding"], i["protocolVersion"]): i["url"] for i in card["supportedInterfaces"]}
+    assert urls[("JSONRPC", "1.0")] == "https://agents.example.com/reviewer/a2a/jsonrpc"
+    assert urls[("HTTP+JSON", "1.0")] == "https://agents.example.com/reviewer/a2a/rest"
+    assert {url.split("/a2a/")[0] for url in urls.values()} == {"https://agents.example.com/reviewer"}
+
+
+def test_check_shows_environment_overrides(tmp_path: Path, state_home: dict[str, str]) -> None:
+    env = {**state_home, "REVIEW_PROVIDER_KEY": "k", "A2A_WRAP_SERVER__PORT": "9100", "A2A_WRAP_AUTO_APPROVE": "1"}
+    config_data = {**SECRET_CONFIG, "server": {"port": 8100}}
+    result = a2a_wrap("check", "--config", str(write(tmp_path, config_data)), env=env)
+    assert result.returncode == 0, result.stderr
+    config, card = check_output(result.stdout)
+    assert (config["server"]["port"], config["auto_approve"]) == (9100, True)
+    assert card["supportedInterfaces"][0]["url"] == "http://127.0.0.1:9100/a2a/jsonrpc"
+
+
+def test_check_accepts_a_node_a2a_opencode_config(state_home: dict[str, str]) -> None:
+    result = a2a_wrap("check", "--config", str(NODE_CONFIG), env=state_home)
+    assert result.returncode == 0, result.stderr
+    config, card = check_output(result.stdout)
+    assert config["backend"]["model"] == "github-copilot/claude-sonnet-4.5"
+    assert card["supportedInterfaces"][0]["url"] == "http://localhost:3000/a2a/jsonrpc"
+    assert "subAgents" not in result.stderr  # the example has none; only what it has is warned about
+    assert "agentCard.protocolVersion" in result.stderr
+
+
+def test_the_code_review_example_checks(state_home: dict[str, str]) -> None:
+    result = a2a_wrap("check", "--config", str(CODE_REVIEW.relative_to(ROOT)), env=state_home)
+    assert result.returncode == 0, result.stderr
+    config, card = check_output(result.stdout)
+    backend = config["backend"]
+    assert (backend["kind"], backend["model"], backend["system_prompt_mode"]) == (
+        "opencode",
+        "offline/offline-model",
+        "append",
+    )
+    assert backend["provider"]["base_url"] == "http://127.0.0.1:8765/v1"
+    assert backend["provider"]["models"] == ["offline-model", "offline-small"]
+    assert backend["provider"]["api_key"] == MASK
+    assert backend["system_prompt"] == (CODE_REVIEW.parent / "instructions.md").read_text()
+    assert backend["workdir"] == str(CODE_REVIEW.parent / "workspace")
+    assert (config["server"]["port"], config["auto_approve"]) == (8000, False)
+    assert card["name"] == "code-review"
+    assert len(card["skills"]) >= 2
+    assert {"review", "code-review"} <= {tag for skill in card["skills"] for tag in skill["tags"]}
+
+
+def test_the_code_review_example_follows_the_offline_model_url(state_home: dict[str, str]) -> None:
+    env = {**state_home, "A2A_OFFLINE_MODEL_URL": "http://127.0.0.1:9999/v1"}
+    result = a2a_wrap("check", "--config", str(CODE_REVIEW), env=env)
+    assert result.returncode == 0, result.stderr
+    assert check_output(result.stdout)[0]["backend"]["provider"]["base_url"] == "http://127.0.0.1:9999/v1"
+
+
+def test_schema_describes_the_config_file() -> None:
+    result = a2a_wrap("schema")
+    assert result.returncode == 0, result.stderr
+    schema = json.loads(result.stdout)
+    assert {"card", "server", "backend", "sessions", "timeouts", "logging", "auto_approve", "state_dir"} <= set(
+        schema["properties"]
+    )
+    assert schema["required"] == ["card"]
+    assert schema["properties"]["backend"]["discriminator"]["propertyName"] == "kind"
+    assert "opencode" in schema["properties"]["backend"]["discriminator"]["mapping"]
+    opencode = schema["$defs"]["OpenCodeBackend"]["properties"]
+    assert {"model", "provider", "workdir", "system_prompt_file", "system_prompt_mode"} <= set(opencode)
+    assert schema["$defs"]["ServerSettings"]["properties"]["port"]["maximum"] == 65535
+    assert schema["$defs"]["CardSettings"]["additionalProperties"] is False
+
+
+@pytest.mark.parametrize(
+    ("text", "env", "expected"),
+    [
+        ("card: {name: R}\nserver: {port: 70000}\n", {}, ["server.port", "70000"]),
+        ("card: {name: R}\nbackend: {model: gpt-4o}\n", {}, ["backend.model", "'gpt-4o'"]),
+        ("card: {name: R}\nserver: {prot: 8000}\n", {}, ["server.prot: unknown key", "8000"]),
+        ("card: {name: R}\nlogging: {level: LOUD}\n", {}, ["logging.level", "'LOUD'"]),
+        ("card: {name: R}\nbackend: {password: '${NO_SUCH_VAR_A2A}'}\n", {}, ["backend.password", "NO_SUCH_VAR_A2A"]),
+        ("card: {name: R}\n", {"A2A_WRAP_SERVER__PORT": "eighty"}, ["server.port", "'eighty'"]),
+        ("card: {name: R}\n", {"A2A_WRAP_CARD__SKILLS": "[oops"}, ["card", "EnvSettingsSource"]),
+        ("card: {name: R}\n8000: port\n", {}, ["8000: unknown key", "'port'"]),
+        ("card: [unclosed\n", {}, ["not valid YAML"]),
+    ],
+    ids=["port", "model", "unknown", "level", "variable", "env-value", "env-json", "number-key", "yaml"],
+)
+def test_a_bad_config_fails_with_a_message_not_a_traceback(
+    tmp_path: Path, state_home: dict[str, str], text: str, env: dict[str, str], expected: list[str]
+) -> None:
+    path = tmp_path / "agent.yaml"
+    path.write_text(text)
+    result = a2a_wrap("check", "--config", str(path), env={**state_home, **env})
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    assert f"{path}: " in result.stderr
+    for part in expected:
+        assert part in result.stderr
+
+
+def test_a_missing_config_file_is_named(tmp_path: Path) -> None:
+    result = a2a_wrap("check", "--config", str(tmp_path / "nope.yaml"))
+    assert result.returncode != 0
+    assert f"{tmp_path / 'nope.yaml'}: cannot read the config file" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (["--port", "70000"], ["server.port", "70000"]),
+        (["--advertise-url", "ftp://example.com"], ["server.advertise_url", "'ftp://example.com'"]),
+    ],
+)
+def test_run_flags_beat_the_file_and_are_validated_before_starting(
+    tmp_path: Path, state_home: dict[str, str], flags: list[str], expected: list[str]
+) -> None:
+    path = write(tmp_path, {"card": {"name": "R"}, "server": {"port": 8100}})
+    result = a2a_wrap("--config", str(path), *flags, env=state_home)
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    for part in [str(path), *expected]:
+        assert part in result.stderr
+
+
+def test_run_without_a_config_prints_help() -> None:
+    result = a2a_wrap()
+    assert result.returncode == 2
+    assert "Usage:" in result.stdout
+
+
+def test_help_lists_the_commands_and_flags() -> None:
+    result = a2a_wrap("--help")
+    assert result.returncode == 0
+    for word in ("check", "schema", "serve", "backends", "--config", "--port", "--advertise-url", "--log-level"):
+        assert word in result.stdout
+    check_help = a2a_wrap("check", "--help")
+    assert check_help.returncode == 0 and "--config" in check_help.stdout
+
+
+def test_backends_path_prints_the_installed_binary() -> None:
+    result = a2a_wrap("backends", "path", "opencode")
+    assert result.returncode == 0, result.stderr
+    binary = Path(result.stdout.strip())
+    assert binary.is_file() and os.access(binary, os.X_OK)
+
+
+def test_backends_path_of_an_unknown_kind_fails_cleanly() -> None:
+    result = a2a_wrap("backends", "path", "nosuch")
+    assert result.returncode != 0
+    assert "unknown backend 'nosuch'; known: opencode" in result.stderr
+    assert "Traceback" not in result.stderr
