@@ -11,7 +11,6 @@ from typing import Any
 import httpx
 import yaml
 
-from a2a_wrapper.backends.opencode.launch import free_port
 from tests.a2a_wire import rpc, status_text, user_message
 from tests.conftest import SettingsFactory
 
@@ -57,7 +56,7 @@ async def wait_healthy(http: httpx.AsyncClient, url: str) -> dict[str, Any]:
                     return dict(response.json())
             except httpx.TransportError:
                 pass
-            await asyncio.sleep(0.2)  # noqa: ASYNC110 (a separate process: nothing to await but its port)
+            await asyncio.sleep(0.2)
 
 
 def alive(pid: int) -> bool:
