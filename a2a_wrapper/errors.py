@@ -29,5 +29,9 @@ class BackendUnavailable(BackendError):
     """The backend process is not running or does not answer."""
 
 
-class TurnTimeout(BackendError):
-    """A turn ran longer than its configured limit."""
+class NotFound(BackendError):
+    """The backend has no such object."""
+
+
+class SessionGone(BackendError):
+    """The backend lost the session before the turn started; nothing was sent to the model."""

@@ -84,3 +84,17 @@ class Done:
 
 
 StreamEvent = Text | Thought | ToolCall | ToolResult | Permission | Question | Usage | Done
+
+
+def coalesce(events: list[StreamEvent]) -> list[StreamEvent]:
+    """Adjacent text deltas joined into one, and adjacent thought deltas likewise; order kept."""
+    joined: list[StreamEvent] = []
+    for event in events:
+        previous = joined[-1] if joined else None
+        if isinstance(event, Text) and isinstance(previous, Text):
+            joined[-1] = Text(previous.delta + event.delta)
+        elif isinstance(event, Thought) and isinstance(previous, Thought):
+            joined[-1] = Thought(previous.delta + event.delta)
+        else:
+            joined.append(event)
+    return joined

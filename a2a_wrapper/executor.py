@@ -9,8 +9,8 @@ from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types import Task, TaskState, TaskStatus
 
-from a2a_wrapper.backends.base import Backend, Turn
-from a2a_wrapper.errors import BackendError
+from a2a_wrapper.backends.base import Backend, Prompt, Turn
+from a2a_wrapper.errors import BackendError, SessionGone
 from a2a_wrapper.events import Done, Permission, Question, StreamEvent, Text, Thought, ToolCall, ToolResult, Usage
 from a2a_wrapper.permissions import Decision, PermissionPolicy
 from a2a_wrapper.prompts import UnusableMessage, prompt_from_message
@@ -67,14 +67,26 @@ class TurnExecutor(AgentExecutor):
         reporter = TaskReporter(updater)
         async with self._sessions.hold(context_id):
             try:
-                opened = await self._sessions.session_for(context_id)
+                await self._run_turn(context_id, prompt, reporter)
             except BackendError as exc:
-                await reporter.finish(Done("failed", f"The backend could not open a session: {exc}"))
-                return
+                await reporter.finish(Done("failed", f"The backend could not run the turn: {exc}"))
+
+    async def _run_turn(self, context_id: str, prompt: Prompt, reporter: TaskReporter) -> None:
+        for attempt in range(2):
+            opened = await self._sessions.session_for(context_id)
             reporter.metadata.update({"session": opened.session.id, "sessionRecreated": opened.recreated})
-            await reporter.working()
-            turn = self._backend.turn(opened.session, prompt)
-            await self._drive(turn, reporter)
+            if attempt == 0:
+                await reporter.working()
+            try:
+                await self._drive(self._backend.turn(opened.session, prompt), reporter)
+                return
+            except SessionGone:
+                if attempt:
+                    raise
+                log.info(
+                    "session %s of context %s is gone from the backend; opening another", opened.session.id, context_id
+                )
+                self._sessions.forget(context_id)
 
     async def _drive(self, turn: Turn, reporter: TaskReporter) -> None:
         self._active.add(turn)
@@ -107,7 +119,7 @@ class TurnExecutor(AgentExecutor):
     async def _handle(self, event: StreamEvent, turn: Turn, reporter: TaskReporter) -> None:
         match event:
             case Text():
-                await reporter.text(event)
+                await reporter.text(event, more_ready=turn.more_ready)
             case Thought():
                 reporter.thought(event)
             case Usage():

@@ -26,6 +26,7 @@ class TaskReporter:
         self._updater = updater
         self._response_id = f"response-{uuid.uuid4().hex[:12]}"
         self._answer_started = False
+        self._text: list[str] = []
         self._thought: list[str] = []
         self._usage = Usage()
         self.metadata: dict[str, Any] = {}
@@ -35,16 +36,24 @@ class TaskReporter:
             TaskState.TASK_STATE_WORKING, metadata={META: self.metadata} if self.metadata else None
         )
 
-    async def text(self, event: Text) -> None:
-        if not event.delta:
+    async def text(self, event: Text, more_ready: bool = False) -> None:
+        """Sends the delta now, or, when more events are already waiting, with what follows."""
+        self._text.append(event.delta)
+        if not more_ready:
+            await self._flush_text()
+
+    async def _flush_text(self, last: bool = False) -> None:
+        text = "".join(self._text)
+        self._text = []
+        if not text and not (last and self._answer_started):
             return
         await self._flush_thought()
         await self._updater.add_artifact(
-            [new_text_part(event.delta)],
+            [new_text_part(text)],
             artifact_id=self._response_id,
             name="response",
             append=self._answer_started,
-            last_chunk=False,
+            last_chunk=last,
         )
         self._answer_started = True
 
@@ -81,15 +90,13 @@ class TaskReporter:
 
     async def finish(self, done: Done) -> None:
         await self._flush_thought()
-        if self._answer_started:
-            await self._updater.add_artifact(
-                [new_text_part("")], artifact_id=self._response_id, name="response", append=True, last_chunk=True
-            )
+        await self._flush_text(last=True)  # the held text, or an empty chunk that closes the answer
         metadata = {META: {**self.metadata, "usage": dataclasses.asdict(self._usage)}}
         message = self._updater.new_agent_message([new_text_part(done.sentence)]) if done.sentence else None
         await self._updater.update_status(_STATES[done.outcome], message=message, metadata=metadata)
 
     async def _data_status(self, data: dict[str, Any]) -> None:
+        await self._flush_text()
         await self._flush_thought()
         message = self._updater.new_agent_message([new_data_part(data)])
         await self._updater.update_status(TaskState.TASK_STATE_WORKING, message=message)

@@ -39,6 +39,9 @@ class SessionMap:
         self._settings = settings
         self._locks: dict[str, asyncio.Lock] = {}
         self._waiters: dict[str, int] = {}
+        self._known: dict[str, str] = {}  # context -> session id, as in the database
+        self._verified: set[str] = set()  # session ids the backend confirmed in this process
+        self._last_used: dict[str, float] = {}  # not yet written
 
     async def initialize(self) -> None:
         async with self._engine.begin() as db:
@@ -61,9 +64,28 @@ class SessionMap:
         return context_id in self._locks
 
     async def session_for(self, context_id: str) -> ContextSession:
-        """The context's backend session: resumed, recreated if the backend lost it, or new."""
-        known = await self._lookup(context_id)
+        """The context's backend session: resumed, recreated if the backend lost it, or new.
+
+        A session checked once with the backend in this process is trusted afterwards (one request per
+        turn to the backend); if the backend has lost it since, the turn reports `SessionGone` and the
+        caller `forget`s it and asks again.
+        """
+        known = self._known.get(context_id) or await self._lookup(context_id)
+        if known is not None and known in self._verified:
+            self._last_used[context_id] = time.time()
+            return ContextSession(Session(known, created=False), recreated=False)
         session = await self._backend.open_session(context_id, resume=known)
+        await self._remember(context_id, session.id)
+        if known is None:
+            await self._evict_over_limit()
+        return ContextSession(session, recreated=known is not None and session.created)
+
+    def forget(self, context_id: str) -> None:
+        """The backend no longer has this context's session: check it again on the next turn."""
+        session_id = self._known.get(context_id)
+        self._verified.discard(session_id or "")
+
+    async def _remember(self, context_id: str, session_id: str) -> None:
         now = time.time()
         async with self._engine.begin() as db:
             await db.execute(
@@ -71,10 +93,11 @@ class SessionMap:
                     "INSERT INTO context_sessions VALUES (:c, :b, :s, :t, :t) ON CONFLICT(context_id) "
                     "DO UPDATE SET session_id = :s, last_used = :t"
                 ),
-                {"c": context_id, "b": self._backend.kind, "s": session.id, "t": now},
+                {"c": context_id, "b": self._backend.kind, "s": session_id, "t": now},
             )
-        await self._evict_over_limit()
-        return ContextSession(session, recreated=known is not None and session.created)
+        self._known[context_id] = session_id
+        self._verified.add(session_id)
+        self._last_used[context_id] = now
 
     async def _lookup(self, context_id: str) -> str | None:
         async with self._engine.connect() as db:
@@ -83,10 +106,25 @@ class SessionMap:
                 {"c": context_id, "b": self._backend.kind},
             )
             found = row.scalar_one_or_none()
-        return str(found) if found is not None else None
+        if found is None:
+            return None
+        self._known[context_id] = str(found)
+        return str(found)
+
+    async def save_last_used(self) -> None:
+        """Writes the in-memory use times (kept off the turn's path) to the database."""
+        used, self._last_used = self._last_used, {}
+        if not used:
+            return
+        async with self._engine.begin() as db:
+            await db.execute(
+                text("UPDATE context_sessions SET last_used = :t WHERE context_id = :c AND last_used < :t"),
+                [{"c": c, "t": t} for c, t in used.items()],
+            )
 
     async def expire(self) -> int:
         """Ends sessions idle longer than the TTL (0: never); returns how many ended."""
+        await self.save_last_used()
         if not self._settings.ttl:
             return 0
         cutoff = time.time() - self._settings.ttl
@@ -98,6 +136,7 @@ class SessionMap:
         return await self._end(stale)
 
     async def _evict_over_limit(self) -> None:
+        await self.save_last_used()
         async with self._engine.connect() as db:
             rows = await db.execute(
                 text("SELECT context_id, session_id FROM context_sessions ORDER BY last_used DESC LIMIT -1 OFFSET :n"),
@@ -117,14 +156,13 @@ class SessionMap:
                 log.warning("could not delete backend session %s: %s", session_id, exc)
             async with self._engine.begin() as db:
                 await db.execute(text("DELETE FROM context_sessions WHERE context_id = :c"), {"c": context_id})
+            self._verified.discard(self._known.pop(context_id, ""))
             ended += 1
         return ended
 
     async def run_expiry(self) -> None:
-        """Sweeps expired sessions until cancelled."""
-        if not self._settings.ttl:
-            return
-        interval = max(1.0, min(self._settings.ttl / 4, 60.0))
+        """Sweeps expired sessions (and writes use times) until cancelled."""
+        interval = max(1.0, min(self._settings.ttl / 4, 60.0)) if self._settings.ttl else 60.0
         while True:
             await asyncio.sleep(interval)
             try:

@@ -3,12 +3,17 @@
 import asyncio
 import json
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
+from a2a_wrapper.agent import running_agent
 from a2a_wrapper.backends.opencode import launch
+from a2a_wrapper.errors import BackendUnavailable
 from a2a_wrapper.process import ChildProcess
 from tests.a2a_wire import V1, answer_text, rpc, send, stream, task_answer, user_message
 from tests.conftest import ServedAgent, SettingsFactory, serving
@@ -39,50 +44,42 @@ async def test_system_prompt_replaced_through_a_custom_agent(
         assert answer_text(events).startswith("System prompt starts: REPLACED-PROMPT: you review code.")
 
 
-async def test_attach_to_a_running_opencode(
-    make_settings: SettingsFactory, offline_model: Any, opencode_binary: Path, tmp_path: Path, http: httpx.AsyncClient
-) -> None:
-    external = make_settings(state_dir=tmp_path / "external")
-    plan = launch.prepare(opencode_binary, external.backend, tmp_path / "external", dict(os.environ))
+@asynccontextmanager
+async def external_opencode(make_settings: SettingsFactory, binary: Path, state: Path) -> AsyncIterator[dict[str, Any]]:
+    """An `opencode serve` the user runs themselves: its URL, password and workdir."""
+    external = make_settings(state_dir=state)
+    plan = launch.prepare(binary, external.backend, state, dict(os.environ))
     external.backend.workdir.mkdir(parents=True)
     child = ChildProcess("external-opencode", plan.argv, plan.env, external.backend.workdir)
     await child.start(launch.READY_LINE)
     try:
         url = (await child.wait_ready(60)).group(1)
-        settings = make_settings(
-            backend={"base_url": url, "password": plan.password, "workdir": external.backend.workdir}
-        )
-        async with serving(settings, offline_model) as served:
+        yield {"base_url": url, "password": plan.password, "workdir": external.backend.workdir, "child": child}
+    finally:
+        await child.stop()
+
+
+async def test_attach_to_a_running_opencode(
+    make_settings: SettingsFactory, offline_model: Any, opencode_binary: Path, tmp_path: Path, http: httpx.AsyncClient
+) -> None:
+    async with external_opencode(make_settings, opencode_binary, tmp_path / "external") as external:
+        child = external.pop("child")
+        async with serving(make_settings(backend=external), offline_model) as served:
             health = (await http.get(served.url + "/health")).json()
             assert health["backend"]["healthy"] is True and "pid" not in health["backend"]
             task = await send(http, served.jsonrpc, "attached")
             assert task_answer(task) == "Offline model reply: attached"
         assert child.running, "an attached backend belongs to the user: it is not stopped"
-    finally:
-        await child.stop()
 
 
 async def test_wrong_password_for_an_attached_backend_is_a_clear_error(
-    make_settings: SettingsFactory, offline_model: Any, opencode_binary: Path, tmp_path: Path
+    make_settings: SettingsFactory, opencode_binary: Path, tmp_path: Path
 ) -> None:
-    from a2a_wrapper.agent import running_agent
-    from a2a_wrapper.errors import BackendUnavailable
-
-    external = make_settings(state_dir=tmp_path / "external")
-    plan = launch.prepare(opencode_binary, external.backend, tmp_path / "external", dict(os.environ))
-    external.backend.workdir.mkdir(parents=True)
-    child = ChildProcess("external-opencode", plan.argv, plan.env, external.backend.workdir)
-    await child.start(launch.READY_LINE)
-    try:
-        url = (await child.wait_ready(60)).group(1)
-        settings = make_settings(backend={"base_url": url, "password": "wrong", "startup_timeout": 5})
-        try:
+    async with external_opencode(make_settings, opencode_binary, tmp_path / "external") as external:
+        settings = make_settings(backend={"base_url": external["base_url"], "password": "wrong"})
+        with pytest.raises(BackendUnavailable, match="401"):
             async with running_agent(settings):
-                raise AssertionError("must not start")
-        except BackendUnavailable as exc:
-            assert "401" in str(exc)
-    finally:
-        await child.stop()
+                pass
 
 
 async def test_list_and_subscribe(agent: ServedAgent, http: httpx.AsyncClient) -> None:

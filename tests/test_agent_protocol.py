@@ -65,7 +65,7 @@ async def test_rest_send_and_get(agent: ServedAgent, http: httpx.AsyncClient) ->
 
 
 async def test_streaming_order_and_exact_assembly(agent: ServedAgent, http: httpx.AsyncClient) -> None:
-    events = await stream(http, agent.jsonrpc, {"message": user_message("[[long:60]]")})
+    events = await stream(http, agent.jsonrpc, {"message": user_message("[[long:60]] [[slow:1.5]]")})
     expected = " ".join(f"word{i}" for i in range(1, 61))
     assert list(events[0]) == ["task"]
     chunks = [e["artifactUpdate"] for e in events if "artifactUpdate" in e]

@@ -29,6 +29,8 @@ class Prompt:
 class Turn(Protocol):
     """One backend turn: iterate it for StreamEvents; it ends with a `Done` event."""
 
+    more_ready: bool  # another event is already waiting: a consumer may batch instead of sending now
+
     def __aiter__(self) -> AsyncIterator[StreamEvent]: ...
 
     async def reply(self, permission_id: str, decision: Literal["allow", "deny"], reason: str) -> None: ...

@@ -10,12 +10,12 @@ import aiohttp
 
 from a2a_wrapper.backends.base import Prompt, Session
 from a2a_wrapper.backends.opencode import launch
-from a2a_wrapper.backends.opencode.event_stream import RECONNECTED, EventStream
+from a2a_wrapper.backends.opencode.event_stream import RECONNECTED, EventQueue, EventStream
 from a2a_wrapper.backends.opencode.translate import Translator
 from a2a_wrapper.config import AgentSettings
 from a2a_wrapper.config import OpenCodeBackend as OpenCodeSettings
-from a2a_wrapper.errors import BackendError, BackendUnavailable
-from a2a_wrapper.events import Done, StreamEvent
+from a2a_wrapper.errors import BackendError, BackendUnavailable, NotFound, SessionGone
+from a2a_wrapper.events import Done, StreamEvent, coalesce
 from a2a_wrapper.installer import find_binary
 from a2a_wrapper.process import ChildProcess
 
@@ -148,6 +148,8 @@ class OpenCodeBackend:
         try:
             async with self._http.request(method, path.lstrip("/"), **kwargs) as response:
                 text = await response.text()
+                if response.status == 404:
+                    raise NotFound(f"OpenCode has no {path}: {text[:300]}")
                 if response.status >= 400:
                     raise BackendError(f"OpenCode answered {method} {path} with {response.status}: {text[:300]}")
                 return await response.json(content_type=None) if text else None
@@ -173,9 +175,7 @@ class OpenCodeBackend:
             try:
                 await self.request("GET", f"/session/{resume}")
                 return Session(resume, created=False)
-            except BackendUnavailable:
-                raise
-            except BackendError:
+            except NotFound:
                 log.info("[%s] session %s is gone from OpenCode; creating a new one", self._name, resume)
         created = await self.request("POST", "/session", {"title": f"A2A context {context_key[:64]}"})
         return Session(created["id"], created=True)
@@ -218,6 +218,7 @@ class OpenCodeTurn:
         self._backend = backend
         self._session = session
         self._prompt = prompt
+        self.more_ready = False  # another event is already waiting behind the one just yielded
 
     def __aiter__(self) -> AsyncIterator[StreamEvent]:
         return self._run()
@@ -229,33 +230,43 @@ class OpenCodeTurn:
         try:
             async with asyncio.timeout(10):
                 await events.connected.wait()
-            await self._backend.request(
-                "POST", f"/session/{self._session.id}/prompt_async", self._backend.prompt_body(self._prompt)
-            )
+            try:
+                await self._backend.request(
+                    "POST", f"/session/{self._session.id}/prompt_async", self._backend.prompt_body(self._prompt)
+                )
+            except NotFound as exc:
+                raise SessionGone(str(exc)) from exc
             while True:
-                event = await queue.get()
-                if event["type"] == BACKEND_EXITED:
-                    code = event["properties"].get("code")
-                    yield Done(
-                        "failed",
-                        f"The OpenCode backend stopped during the turn (exit code {code}); "
-                        "it is being restarted, send the message again.",
-                    )
-                    return
-                if event["type"] == RECONNECTED and translator.prompt_seen and not await self._busy():
-                    for recovered in translator.recover(await self._messages()):
-                        yield recovered
-                    return
-                for stream_event in translator.feed(event):
+                ready = await self._translate_ready(queue, translator)
+                for index, stream_event in enumerate(ready):
+                    self.more_ready = index < len(ready) - 1 or not queue.empty()
                     yield stream_event
                     if isinstance(stream_event, Done):
                         return
         except TimeoutError:
             yield Done("failed", "The OpenCode event stream is not connected.")
+        except SessionGone:
+            raise  # nothing started: the caller opens a new session and tries again
         except BackendError as exc:
             yield Done("failed", str(exc))
         finally:
             events.unsubscribe(self._session.id, queue)
+
+    async def _translate_ready(self, queue: EventQueue, translator: Translator) -> list[StreamEvent]:
+        """Every event already received, translated, with adjacent text deltas joined (no waiting added)."""
+        batch = [await queue.get()]
+        while not queue.empty():
+            batch.append(queue.get_nowait())
+        ready: list[StreamEvent] = []
+        for event in batch:
+            if event["type"] == BACKEND_EXITED:
+                code = event["properties"].get("code")
+                sentence = f"The OpenCode backend stopped during the turn (exit code {code}); it is being restarted."
+                return [*coalesce(ready), Done("failed", sentence + " Send the message again.")]
+            if event["type"] == RECONNECTED and translator.prompt_seen and not await self._busy():
+                return coalesce(ready + translator.recover(await self._messages()))
+            ready += translator.feed(event)
+        return coalesce(ready)
 
     async def _messages(self) -> list[dict[str, Any]]:
         return list(await self._backend.request("GET", f"/session/{self._session.id}/message") or [])

@@ -1,0 +1,109 @@
+"""A task store that answers from memory and writes to the database behind the turn.
+
+a2a-sdk saves the whole task on every event (each streamed chunk) before passing the event on; a
+database commit there puts a write on the path of every chunk. Here `save` only records the newest
+version and wakes a writer that persists, a moment later, the latest version of each task. Reads of a task
+with an unwritten version are answered from memory; listing waits for the writer first. `close`
+writes whatever is left. A process killed between a save and its write loses that version; the next
+start marks tasks it finds unfinished as failed (see recovery.py).
+"""
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from a2a.server.context import ServerCallContext
+from a2a.server.owner_resolver import OwnerResolver, resolve_user_scope
+from a2a.server.tasks import TaskStore
+from a2a.types import ListTasksRequest, ListTasksResponse, Task
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class _Unwritten:
+    task: Task
+    context: ServerCallContext
+    owner: str
+
+
+WRITE_DELAY = 0.1  # seconds: lets the event that caused a save reach its client first, and batches chunks
+
+
+async def stored_task_ids(engine: AsyncEngine) -> set[str]:
+    async with engine.connect() as db:
+        return {str(row[0]) for row in await db.execute(text("SELECT id FROM tasks"))}
+
+
+class WriteBehindTaskStore(TaskStore):
+    def __init__(
+        self, store: TaskStore, known_ids: set[str], owner_resolver: OwnerResolver = resolve_user_scope
+    ) -> None:
+        self._store = store
+        self._known = known_ids  # every task id in the database: a lookup of any other needs no query
+        self._owner = owner_resolver
+        self._unwritten: dict[str, _Unwritten] = {}
+        self._wake = asyncio.Event()
+        self._written = asyncio.Event()
+        self._written.set()
+
+    async def save(self, task: Task, context: ServerCallContext) -> None:
+        copy = Task()
+        copy.CopyFrom(task)
+        self._unwritten[task.id] = _Unwritten(copy, context, self._owner(context))
+        self._known.add(task.id)
+        self._written.clear()
+        self._wake.set()
+
+    async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
+        pending = self._unwritten.get(task_id)
+        if pending is not None:
+            if pending.owner != self._owner(context):
+                return None
+            copy = Task()
+            copy.CopyFrom(pending.task)
+            return copy
+        if task_id not in self._known:
+            return None
+        return await self._store.get(task_id, context)
+
+    async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
+        await self.flush()
+        return await self._store.list(params, context)
+
+    async def delete(self, task_id: str, context: ServerCallContext) -> None:
+        await self.flush()
+        await self._store.delete(task_id, context)
+        self._known.discard(task_id)
+
+    async def flush(self) -> None:
+        """Returns once every saved version is in the database."""
+        await self._written.wait()
+
+    async def run(self) -> None:
+        """The writer: until cancelled, persists the newest version of each task saved."""
+        while True:
+            await self._wake.wait()
+            await asyncio.sleep(WRITE_DELAY)
+            self._wake.clear()
+            await self._write_all(retry=True)
+
+    async def close(self) -> None:
+        """Writes what is left, once."""
+        await self._write_all(retry=False)
+
+    async def _write_all(self, retry: bool) -> None:
+        while self._unwritten:
+            task_id, pending = next(iter(self._unwritten.items()))
+            try:
+                await self._store.save(pending.task, pending.context)
+            except Exception:  # a failed write must not stop the writer
+                log.exception("could not persist task %s", task_id)
+                if retry:
+                    await asyncio.sleep(1)  # the version stays in memory and is tried again
+                    continue
+            if self._unwritten.get(task_id) is pending:
+                del self._unwritten[task_id]
+        self._written.set()
