@@ -15,7 +15,7 @@ from a2a_wrapper.backends.opencode.translate import Translator
 from a2a_wrapper.config import AgentSettings
 from a2a_wrapper.config import OpenCodeBackend as OpenCodeSettings
 from a2a_wrapper.errors import BackendError, BackendUnavailable, NotFound, SessionGone
-from a2a_wrapper.events import Done, StreamEvent, coalesce
+from a2a_wrapper.events import Done, StreamEvent, Text, coalesce
 from a2a_wrapper.installer import find_binary
 from a2a_wrapper.process import ChildProcess
 
@@ -225,7 +225,8 @@ class OpenCodeTurn:
 
     async def _run(self) -> AsyncIterator[StreamEvent]:
         events = self._backend.events
-        queue = events.subscribe(self._session.id)
+        subscription = events.subscribe(self._session.id)
+        queue = subscription.queue
         translator = Translator()
         try:
             async with asyncio.timeout(10):
@@ -240,6 +241,7 @@ class OpenCodeTurn:
                 ready = await self._translate_ready(queue, translator)
                 for index, stream_event in enumerate(ready):
                     self.more_ready = index < len(ready) - 1 or not queue.empty()
+                    subscription.eager = subscription.eager and not isinstance(stream_event, Text)
                     yield stream_event
                     if isinstance(stream_event, Done):
                         return
@@ -250,7 +252,7 @@ class OpenCodeTurn:
         except BackendError as exc:
             yield Done("failed", str(exc))
         finally:
-            events.unsubscribe(self._session.id, queue)
+            events.unsubscribe(self._session.id, subscription)
 
     async def _translate_ready(self, queue: EventQueue, translator: Translator) -> list[StreamEvent]:
         """Every event already received, translated, with adjacent text deltas joined (no waiting added)."""
@@ -288,15 +290,16 @@ class OpenCodeTurn:
     async def abort(self) -> None:
         """Abort the running turn and wait (bounded) until OpenCode says the session is idle."""
         events = self._backend.events
-        queue = events.subscribe(self._session.id)
+        subscription = events.subscribe(self._session.id)
+        subscription.eager = False
         try:
             await self._backend.request("POST", f"/session/{self._session.id}/abort", {})
             if not await self._busy():
                 return
             async with asyncio.timeout(_ABORT_GRACE):
-                while (await queue.get())["type"] not in ("session.idle", BACKEND_EXITED):
+                while (await subscription.queue.get())["type"] not in ("session.idle", BACKEND_EXITED):
                     pass
         except TimeoutError:
             log.warning("session %s was still busy %.0f s after abort", self._session.id, _ABORT_GRACE)
         finally:
-            events.unsubscribe(self._session.id, queue)
+            events.unsubscribe(self._session.id, subscription)

@@ -8,6 +8,7 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
@@ -16,6 +17,16 @@ log = logging.getLogger(__name__)
 
 RECONNECTED = "a2a-wrapper.reconnected"  # synthetic event: events may have been missed
 EventQueue = asyncio.Queue[dict[str, Any]]
+BURST_SLICE = 0.002  # seconds of parsing a burst before other tasks get the loop
+
+
+@dataclass(eq=False)
+class Subscription:
+    """One listener's queue. While `eager`, each event is handed over at once (a turn still waiting for its
+    first text); after that, events that arrive in a burst reach the listener together."""
+
+    queue: EventQueue = field(default_factory=asyncio.Queue)
+    eager: bool = True
 
 
 def session_of(event: dict[str, Any]) -> str | None:
@@ -35,7 +46,7 @@ class EventStream:
     def __init__(self, name: str, http: aiohttp.ClientSession, initial_backoff: float = 0.25) -> None:
         self._name = name
         self._http = http
-        self._queues: dict[str, list[EventQueue]] = {}
+        self._queues: dict[str, list[Subscription]] = {}
         self._parents: dict[str, str] = {}
         self._initial_backoff = initial_backoff
         self.connected = asyncio.Event()
@@ -44,29 +55,31 @@ class EventStream:
         """A restarted backend: the next reconnect goes to its new address."""
         self._http = http
 
-    def subscribe(self, session_id: str) -> EventQueue:
-        queue: EventQueue = asyncio.Queue()
-        self._queues.setdefault(session_id, []).append(queue)
-        return queue
+    def subscribe(self, session_id: str) -> Subscription:
+        subscription = Subscription()
+        self._queues.setdefault(session_id, []).append(subscription)
+        return subscription
 
-    def unsubscribe(self, session_id: str, queue: EventQueue) -> None:
-        queues = self._queues.get(session_id, [])
-        if queue in queues:
-            queues.remove(queue)
-        if not queues:
+    def unsubscribe(self, session_id: str, subscription: Subscription) -> None:
+        subscriptions = self._queues.get(session_id, [])
+        if subscription in subscriptions:
+            subscriptions.remove(subscription)
+        if not subscriptions:
             self._queues.pop(session_id, None)
             for child in [c for c, p in self._parents.items() if p == session_id]:
                 del self._parents[child]
 
     def broadcast(self, event: dict[str, Any]) -> None:
-        for queues in self._queues.values():
-            for queue in queues:
-                queue.put_nowait(event)
+        for subscriptions in self._queues.values():
+            for subscription in subscriptions:
+                subscription.queue.put_nowait(event)
 
     async def run(self) -> None:
         """Consume until cancelled, reconnecting with capped exponential backoff."""
         backoff = self._initial_backoff
         first = True
+        loop = asyncio.get_running_loop()
+        yielded = loop.time()
         while True:
             try:
                 async for event in self._events():
@@ -76,7 +89,11 @@ class EventStream:
                         if not first:
                             self.broadcast({"type": RECONNECTED, "properties": {}})
                         first = False
-                    self._route(event)
+                    # An eager listener takes the event now; in a long burst of buffered events, the turns
+                    # and the A2A side still get the loop every few milliseconds.
+                    if self._route(event) or loop.time() - yielded > BURST_SLICE:
+                        yielded = loop.time()
+                        await asyncio.sleep(0)
                 log.warning("[%s] event stream ended; reconnecting", self._name)
             except (aiohttp.ClientError, TimeoutError) as exc:
                 log.warning("[%s] event stream lost (%s); reconnecting in %.2f s", self._name, exc, backoff)
@@ -100,22 +117,26 @@ class EventStream:
                         log.warning("[%s] unreadable event skipped", self._name)
                     data = []
 
-    def _route(self, event: dict[str, Any]) -> None:
+    def _route(self, event: dict[str, Any]) -> bool:
+        """Delivers the event; True if an eager listener with nothing left to do (so waiting) got it."""
         kind = event.get("type", "")
         if kind == "server.connected":
-            return
+            return False
         info = (event.get("properties") or {}).get("info") or {}
         if kind in ("session.created", "session.updated") and info.get("parentID"):
             self._parents[info["id"]] = info["parentID"]
         session_id = session_of(event)
         if session_id is None:
-            return
+            return False
         queues = self._queues.get(session_id)
         if queues is None and session_id in self._parents:
             queues = self._queues.get(self._root(session_id))
             event = {**event, "child": True}
-        for queue in queues or ():
-            queue.put_nowait(event)
+        hand_over = False
+        for subscription in queues or ():
+            hand_over = hand_over or (subscription.eager and subscription.queue.empty())
+            subscription.queue.put_nowait(event)
+        return hand_over
 
     def _root(self, session_id: str) -> str:
         seen = set()
