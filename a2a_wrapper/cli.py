@@ -139,7 +139,7 @@ def demo(port: int, state_dir: Path | None) -> None:
     from a2a_wrapper.demo import run_demo
 
     setup_logging("INFO")
-    _run(run_demo(port, state_dir))
+    _run(run_demo(port, state_dir, click.echo))
 
 
 @main.group()

@@ -1,5 +1,6 @@
 """`a2a-wrap demo`: the offline model and one OpenCode agent on it, no key needed."""
 
+from collections.abc import Callable
 from pathlib import Path
 
 from a2a_wrapper.agent import serve
@@ -26,15 +27,16 @@ def demo_settings(model_url: str, port: int, state_dir: Path) -> AgentSettings:
     )
 
 
-async def run_demo(port: int, state_dir: Path | None) -> None:
+async def run_demo(port: int, state_dir: Path | None, announce: Callable[[str], None]) -> None:
+    """Runs until interrupted; `announce` shows the user where things are."""
     state_dir = (state_dir or default_state_dir("demo")).resolve()
     async with OfflineModel() as model:
         settings = demo_settings(model.base_url, port, state_dir)
         url = settings.advertised_url
-        print(f"offline model: {model.base_url}")
-        print(f"agent card:    {url}/.well-known/agent-card.json")
-        print("try:")
-        print(
+        announce(f"offline model: {model.base_url}")
+        announce(f"agent card:    {url}/.well-known/agent-card.json")
+        announce("try:")
+        announce(
             f"  curl -sN {url}/a2a/jsonrpc -H 'Content-Type: application/json' -H 'A2A-Version: 1.0' "
             """-d '{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":"""
             """{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hello"}]}}}'"""

@@ -191,6 +191,8 @@ async def test_backend_killed_mid_turn_fails_the_task_and_comes_back(
     turn = asyncio.create_task(stream(http, agent.jsonrpc, {"message": user_message("[[slow:20]] doomed")}))
     await asyncio.sleep(1.5)
     os.killpg(pid, signal.SIGKILL)
+    down = await http.get(agent.url + "/health")
+    assert down.status_code == 503 and down.json()["backend"]["healthy"] is False
     events = await turn
     final = events[-1]["statusUpdate"]["status"]
     assert final["state"] == "TASK_STATE_FAILED"
