@@ -14,7 +14,7 @@ from a2a_wrapper.backends.opencode.event_stream import RECONNECTED, EventQueue, 
 from a2a_wrapper.backends.opencode.translate import Translator
 from a2a_wrapper.config import AgentSettings
 from a2a_wrapper.config import OpenCodeBackend as OpenCodeSettings
-from a2a_wrapper.errors import BackendError, BackendUnavailable, NotFound, SessionGone
+from a2a_wrapper.errors import BackendError, BackendUnavailable, NotFound, SessionGone, Unauthorized, WrapperError
 from a2a_wrapper.events import Done, StreamEvent, Text, coalesce
 from a2a_wrapper.installer import find_binary
 from a2a_wrapper.process import ChildProcess
@@ -50,7 +50,8 @@ class OpenCodeBackend:
             await self._connect(self._settings.base_url, password)
         else:
             await self._spawn()
-        self._tasks.append(asyncio.create_task(self._events_or_fail(), name=f"{self._name}-events"))
+        assert self._events is not None
+        self._tasks.append(asyncio.create_task(self._events.run(), name=f"{self._name}-events"))
         if self._child is not None:
             self._tasks.append(asyncio.create_task(self._supervise(), name=f"{self._name}-supervisor"))
         assert self._events is not None
@@ -83,12 +84,17 @@ class OpenCodeBackend:
         await self._wait_healthy()
 
     async def _wait_healthy(self) -> None:
+        """Its listening line came first, so a few short tries suffice; refused credentials end it at once."""
         last = "no answer"
         for _ in range(40):
-            status = await self.health()
-            if status.get("healthy"):
-                return
-            last = str(status.get("error", last))
+            try:
+                answer = await self.request("GET", "/global/health", timeout=3)
+                if answer and answer.get("healthy"):
+                    return
+            except Unauthorized:
+                raise
+            except BackendError as exc:
+                last = str(exc)
             await asyncio.sleep(0.25)
         raise BackendUnavailable(f"OpenCode did not answer its health call: {last}")
 
@@ -107,16 +113,6 @@ class OpenCodeBackend:
         if self._http is not None:
             await self._http.close()
 
-    async def _events_or_fail(self) -> None:
-        assert self._events is not None
-        try:
-            await self._events.run()
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("[%s] event stream failed", self._name)
-            raise
-
     async def _supervise(self) -> None:
         """A crashed `opencode serve` fails its running turns and is started again, with backoff."""
         attempt = 0
@@ -134,7 +130,7 @@ class OpenCodeBackend:
                 await self._spawn()
                 self.restarts += 1
                 attempt = 0
-            except BackendError:
+            except WrapperError:
                 log.exception("[%s] opencode restart failed", self._name)
 
     # requests
@@ -150,6 +146,10 @@ class OpenCodeBackend:
                 text = await response.text()
                 if response.status == 404:
                     raise NotFound(f"OpenCode has no {path}: {text[:300]}")
+                if response.status in (401, 403):
+                    raise Unauthorized(
+                        f"OpenCode refused the credentials ({response.status}); check backend.username and password"
+                    )
                 if response.status >= 400:
                     raise BackendError(f"OpenCode answered {method} {path} with {response.status}: {text[:300]}")
                 return await response.json(content_type=None) if text else None

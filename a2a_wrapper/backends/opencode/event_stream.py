@@ -97,6 +97,8 @@ class EventStream:
                 log.warning("[%s] event stream ended; reconnecting", self._name)
             except (aiohttp.ClientError, TimeoutError) as exc:
                 log.warning("[%s] event stream lost (%s); reconnecting in %.2f s", self._name, exc, backoff)
+            except Exception:  # a boundary: whatever broke this connection, the next one starts clean
+                log.exception("[%s] event stream failed; reconnecting in %.2f s", self._name, backoff)
             self.connected.clear()
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, 5.0)
