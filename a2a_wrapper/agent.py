@@ -20,7 +20,7 @@ from a2a_wrapper.backends import Backend, create_backend
 from a2a_wrapper.card import CARD_PATH, build_card
 from a2a_wrapper.config import AgentSettings
 from a2a_wrapper.executor import TurnExecutor
-from a2a_wrapper.permissions import AutoApprove
+from a2a_wrapper.policy import build_policy
 from a2a_wrapper.recovery import fail_interrupted_tasks
 from a2a_wrapper.sessions import SessionMap
 from a2a_wrapper.task_store import WriteBehindTaskStore, stored_task_ids
@@ -44,6 +44,7 @@ class RunningAgent:
 async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
     """The backend started, state opened and the app built; all torn down in reverse on exit."""
     assert settings.state_dir is not None
+    policy = build_policy(settings)  # bad rules stop the start before anything is spawned
     settings.state_dir.mkdir(parents=True, exist_ok=True)
     async with AsyncExitStack() as stack:
         engine = engine_for(settings)
@@ -63,7 +64,7 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         stack.push_async_callback(sessions.save_last_used)
         expiry = asyncio.create_task(sessions.run_expiry(), name="session-expiry")
         stack.push_async_callback(_cancel, expiry)
-        executor = TurnExecutor(backend, sessions, AutoApprove(settings.auto_approve), settings.timeouts.turn)
+        executor = TurnExecutor(backend, sessions, policy, settings.timeouts.turn)
         stack.push_async_callback(executor.shutdown)
         app = build_app(build_card(settings), executor, task_store, backend, settings.server.max_body_bytes)
         yield RunningAgent(settings, app, backend, sessions)

@@ -15,6 +15,7 @@ from a2a_wrapper.card import build_card
 from a2a_wrapper.config import AgentSettings
 from a2a_wrapper.config_file import load_config
 from a2a_wrapper.errors import WrapperError
+from a2a_wrapper.shield import Shield, format_table
 
 CONFIG_OPTION = click.option(
     "--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), help="The agent's config file."
@@ -111,6 +112,61 @@ def check(config_path: Path | None) -> None:
     click.echo(json.dumps(settings.model_dump(mode="json"), indent=2))
     click.echo("# agent card")
     click.echo(json.dumps(MessageToDict(build_card(settings)), indent=2))
+    policy = _policy(settings)
+    click.echo("# permission rules")
+    if isinstance(policy, Shield):
+        for layer in ("operator", "agent"):
+            rules = [rule for rule_layer, rule in policy.rules if rule_layer == layer]
+            if rules:
+                click.echo(format_table(rules, layer=layer))
+        click.echo(format_table([], defaults=policy.defaults))
+    else:
+        stance = "on: every tool call allowed" if settings.auto_approve else "off: every tool call denied"
+        click.echo(f"no shield section; autoApprove is {stance}")
+
+
+@main.group()
+def shield() -> None:
+    """The shield's rules: what they decide, and why."""
+
+
+@shield.command("explain")
+@CONFIG_OPTION
+@click.option("--tool", required=True, help="The backend's tool or permission name, e.g. bash, edit, webfetch.")
+@click.option("--kind", help="The tool kind (execute, edit, read, fetch, ...); default: OpenCode's kind of --tool.")
+@click.option("--command", "command_line", help="The command a shell tool would run.")
+@click.option("--path", "paths", multiple=True, help="A path the tool touches (repeatable).")
+@click.option("--url", help="The URL a network tool would fetch.")
+def shield_explain(
+    config_path: Path | None,
+    tool: str,
+    kind: str | None,
+    command_line: str | None,
+    paths: tuple[str, ...],
+    url: str | None,
+) -> None:
+    """Print the decision for one tool call and the rule that made it."""
+    from a2a_wrapper.backends.opencode.translate import tool_kind
+    from a2a_wrapper.events import Permission
+    from a2a_wrapper.shield import explain, format_explanation
+
+    settings = _load(config_path)
+    policy = _policy(settings)
+    request = Permission("explain", kind or tool_kind(tool), tool, paths, command_line, url)
+    if isinstance(policy, Shield):
+        click.echo(format_explanation(explain(policy, request)))
+    else:
+        decision = policy.decide(request)
+        click.echo(f"{decision.outcome}: {decision.reason} (rule {decision.rule})")
+
+
+def _policy(settings: AgentSettings) -> Any:
+    from a2a_wrapper.policy import build_policy
+
+    try:
+        return build_policy(settings)
+    except WrapperError as exc:
+        raise click.ClickException(str(exc)) from exc
 
 
 @main.command()

@@ -8,17 +8,14 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from a2a_wrapper.sections import Section
+from a2a_wrapper.shield.rules import ShieldConfig
+
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
-
-
-class Section(BaseModel):
-    """A config section: unknown keys are errors; snake_case and camelCase keys both accepted."""
-
-    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True, validate_default=True)
 
 
 class Skill(Section):
@@ -137,7 +134,13 @@ class AgentSettings(BaseSettings):
     sessions: SessionSettings = SessionSettings()
     timeouts: TimeoutSettings = TimeoutSettings()
     logging: LoggingSettings = LoggingSettings()
-    auto_approve: bool = Field(False, description="Until shield rules exist: allow (true) or deny every tool.")
+    auto_approve: bool = Field(
+        False, description="Without a shield section: allow (true) or deny (false) every tool call."
+    )
+    shield: ShieldConfig | None = Field(None, description="Rules deciding each tool call (see the shield docs).")
+    operator_rules: Path | None = Field(
+        None, description="A file of shield rules every agent gets as a floor its own rules cannot loosen."
+    )
     state_dir: Path | None = Field(None, description="Tasks, sessions, backend home; default per agent.")
 
     @field_validator("backend", mode="before")
@@ -147,6 +150,12 @@ class AgentSettings(BaseSettings):
         if isinstance(value, dict) and "kind" not in value:
             return {"kind": "opencode", **value}
         return value
+
+    @model_validator(mode="after")
+    def _one_policy(self) -> "AgentSettings":
+        if self.auto_approve and (self.shield is not None or self.operator_rules is not None):
+            raise ValueError("auto_approve: true cannot be combined with shield rules; write it as shield defaults")
+        return self
 
     @classmethod
     def settings_customise_sources(

@@ -1,18 +1,17 @@
 """Reading a config file: YAML or JSON, `${VAR}` substitution, Node configs translated, errors that name the key."""
 
-import json
 import os
 import re
 import typing
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsError
 
 from a2a_wrapper.config import BACKEND_KINDS, AgentSettings
+from a2a_wrapper.config_source import read_config_file
 from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.node_config import is_node_config, translate_node_config
 
@@ -27,29 +26,6 @@ def load_config(path: Path | str, overrides: dict[str, Any] | None = None) -> Ag
     data = _substitute(data, path, ())
     settings = _validate(_by_field_name(AgentSettings, data), _by_field_name(AgentSettings, overrides or {}), path)
     return _resolve_paths(settings, path)
-
-
-def read_config_file(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the config file ({exc.strerror})") from exc
-    try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: the top level must be a mapping of sections, got {type(data).__name__}")
-    return _drop_comments(data)
-
-
-def _drop_comments(value: Any) -> Any:
-    if isinstance(value, dict):
-        # YAML keys may be numbers or booleans (`80:`, `yes:`); as strings validation can name them.
-        return {str(k): _drop_comments(v) for k, v in value.items() if k != "$comment"}
-    if isinstance(value, list):
-        return [_drop_comments(v) for v in value]
-    return value
 
 
 def _substitute(value: Any, path: Path, location: tuple[str, ...]) -> Any:
@@ -169,6 +145,8 @@ def _resolve_paths(settings: AgentSettings, path: Path) -> AgentSettings:
                 f"{path}: backend.system_prompt_file: cannot read {prompt_file} ({exc.strerror})"
             ) from exc
         updates["system_prompt_file"] = prompt_file
+    if settings.operator_rules is not None:
+        settings = settings.model_copy(update={"operator_rules": (base / settings.operator_rules).resolve()})
     state_dir = settings.state_dir
     state_dir = (base / state_dir).resolve() if state_dir else default_state_dir(settings.card.name)
     return settings.model_copy(update={"backend": backend.model_copy(update=updates), "state_dir": state_dir})

@@ -1,13 +1,13 @@
 """The project's exception tree.
 
-    WrapperError
-    ├── ConfigError            a config file or override that cannot be used
-    ├── InstallError           a backend binary that cannot be found or installed
-    └── BackendError           the backend failed; the message is a sentence for the caller
-        ├── BackendUnavailable the backend process is down or not reachable
-        │   └── Unauthorized   the backend refused our credentials
-        ├── NotFound           the backend has no such object (HTTP 404)
-        └── SessionGone        the session a turn was sent to no longer exists in the backend
+WrapperError
+├── ConfigError            a config file or override that cannot be used
+├── InstallError           a backend binary that cannot be found or installed
+└── BackendError           the backend failed; the message is a sentence for the caller
+    ├── BackendUnavailable the backend process is down or not reachable
+    │   └── Unauthorized   the backend refused our credentials
+    ├── NotFound           the backend has no such object (HTTP 404)
+    └── SessionGone        the session a turn was sent to no longer exists in the backend
 """
 
 

@@ -20,6 +20,7 @@ from a2a_wrapper.sessions import SessionMap
 log = logging.getLogger(__name__)
 
 NO_PERSON = "No person is attached to answer questions yet; decide on your own and say what you assumed."
+NO_APPROVALS = "No person can approve it over A2A yet, so it is denied. Do not retry it; do what you can without it."
 SHUTTING_DOWN = "The agent shut down while this turn was running; the turn was aborted. Send the message again."
 
 
@@ -130,8 +131,8 @@ class TurnExecutor(AgentExecutor):
                 await reporter.tool_result(event)
             case Permission():
                 decision = self._policy.decide(event)
-                if decision.outcome == "ask":  # nobody to ask until the shield lands: fail closed
-                    decision = Decision("deny", decision.reason, decision.rule)
+                if decision.outcome == "ask":  # approvals over A2A are not wired yet: fail closed
+                    decision = Decision("deny", f"{decision.reason} {NO_APPROVALS}", decision.rule)
                 await turn.reply(event.id, "allow" if decision.outcome == "allow" else "deny", decision.reason)
                 await reporter.permission(event, decision)
             case Question():

@@ -30,7 +30,8 @@ def a2a_wrap(*args: str, env: dict[str, str] | None = None, cwd: Path = ROOT) ->
 
 def check_output(stdout: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """The two JSON documents `check` prints: the effective config and the agent card."""
-    config_text, card_text = stdout.split("# agent card\n")
+    config_text, rest = stdout.split("# agent card\n")
+    card_text, _rules = rest.split("# permission rules\n")
     return json.loads(config_text.removeprefix("# effective config\n")), json.loads(card_text)
 
 
@@ -226,3 +227,44 @@ def test_backends_path_of_an_unknown_kind_fails_cleanly() -> None:
     assert result.returncode != 0
     assert "unknown backend 'nosuch'; known: opencode" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+SHIELDED = {
+    "card": {"name": "shielded"},
+    "shield": {
+        "rules": [
+            {"name": "tests-ok", "decision": "allow", "class": "execute", "commands": ["pytest *"]},
+            {"name": "no-rm", "decision": "deny", "commands": ["rm *"], "reason": "Deleting is not allowed here."},
+        ]
+    },
+}
+
+
+def test_check_prints_the_shield_rules_as_a_table(tmp_path: Path, state_home: dict[str, str]) -> None:
+    result = a2a_wrap("check", "--config", str(write(tmp_path, SHIELDED)), env=state_home)
+    assert result.returncode == 0, result.stderr
+    rules = result.stdout.split("# permission rules\n")[1]
+    assert "agent:tests-ok" in rules and "agent:no-rm" in rules and "default:other" in rules
+
+
+@pytest.mark.parametrize(
+    "command, decision, rule",
+    [
+        ("pytest -q tests", "allow", "agent:tests-ok"),
+        ("pytest -q && rm -rf build", "deny", "agent:no-rm"),
+        ("make deploy", "ask", "default:execute"),
+    ],
+)
+def test_shield_explain_names_the_decision_and_the_rule(
+    tmp_path: Path, state_home: dict[str, str], command: str, decision: str, rule: str
+) -> None:
+    config = str(write(tmp_path, SHIELDED))
+    result = a2a_wrap("shield", "explain", "--config", config, "--tool", "bash", "--command", command, env=state_home)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == f"decision: {decision} (rule {rule})"
+
+
+def test_auto_approve_with_shield_rules_is_refused(tmp_path: Path, state_home: dict[str, str]) -> None:
+    result = a2a_wrap("check", "--config", str(write(tmp_path, {**SHIELDED, "auto_approve": True})), env=state_home)
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert "auto_approve" in result.stderr and "shield" in result.stderr

@@ -1,0 +1,41 @@
+"""The shield: permission requests decided by rules (allow, ask, deny), pure and failing closed.
+
+    shield = Shield(settings.shield, workspace, operator=load_operator_rules(path))
+    shield.decide(request)                          # -> Decision (PermissionPolicy)
+    shield.for_context(rules).decide(request)       # with a context's "always" rules
+    shield.always_rule(request, "always-1")         # the narrowest rule for a person's "always"
+    explain(shield, request)                        # -> Explanation; format_explanation(...) prints it
+    format_table(rules, defaults=shield.defaults)   # the rules as a table
+
+Modules: classes (kind -> class, destructive commands), shell (lexer), commands (compound commands taken
+apart), paths, hosts, globs, rules (the `shield:` section), floor (operator rules are a floor), items
+(a request taken apart), matching, engine (Shield), explain (sentences and tables).
+"""
+
+from a2a_wrapper.shield.classes import CLASSES, KIND_CLASSES, Class, Outcome, kind_class
+from a2a_wrapper.shield.engine import BUILT_IN_DEFAULTS, Shield, explain
+from a2a_wrapper.shield.explain import Explanation, Step, format_explanation, format_table
+from a2a_wrapper.shield.items import classify
+from a2a_wrapper.shield.rules import Defaults, Rule, ShieldConfig, ShieldError, load_operator_rules, parse_shield
+
+__all__ = [
+    "BUILT_IN_DEFAULTS",
+    "CLASSES",
+    "KIND_CLASSES",
+    "Class",
+    "Defaults",
+    "Explanation",
+    "Outcome",
+    "Rule",
+    "Shield",
+    "ShieldConfig",
+    "ShieldError",
+    "Step",
+    "classify",
+    "explain",
+    "format_explanation",
+    "format_table",
+    "kind_class",
+    "load_operator_rules",
+    "parse_shield",
+]
