@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from starlette.types import ASGIApp
 
 from a2a_wrapper.app import build_app
+from a2a_wrapper.audit import AuditLog
 from a2a_wrapper.backends import Backend, create_backend
 from a2a_wrapper.card import CARD_PATH, build_card
 from a2a_wrapper.config import AgentSettings
@@ -64,7 +65,9 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         stack.push_async_callback(sessions.save_last_used)
         expiry = asyncio.create_task(sessions.run_expiry(), name="session-expiry")
         stack.push_async_callback(_cancel, expiry)
-        executor = TurnExecutor(backend, sessions, policy, settings.timeouts.turn)
+        audit = AuditLog(engine)
+        await audit.initialize()
+        executor = TurnExecutor(backend, sessions, policy, audit, settings.card.name, settings.timeouts.turn)
         stack.push_async_callback(executor.shutdown)
         app = build_app(build_card(settings), executor, task_store, backend, settings.server.max_body_bytes)
         yield RunningAgent(settings, app, backend, sessions)

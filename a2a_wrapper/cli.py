@@ -170,6 +170,44 @@ def _policy(settings: AgentSettings) -> Any:
 
 
 @main.command()
+@CONFIG_OPTION
+@click.option("--limit", type=click.IntRange(1, 100000), default=50, show_default=True)
+def audit(config_path: Path | None, limit: int) -> None:
+    """Show the agent's recent permission decisions, newest first."""
+    from datetime import UTC, datetime
+
+    from a2a_wrapper.audit import recent
+    from a2a_wrapper.text_table import text_table
+
+    settings = _load(config_path)
+    assert settings.state_dir is not None
+    entries = recent(settings.state_dir / "state.db", limit)
+    if not entries:
+        click.echo(f"no decisions recorded in {settings.state_dir / 'state.db'}")
+        return
+    rows = [("time", "context", "task", "caller", "tool", "class", "decision", "rule", "by", "ms", "target")]
+    for e in entries:
+        when = datetime.fromtimestamp(e.time, UTC).strftime("%Y-%m-%d %H:%M:%S")
+        target = e.target if len(e.target) <= 60 else e.target[:57] + "..."
+        rows.append(
+            (
+                when,
+                e.context_id[:8],
+                e.task_id[:8],
+                e.caller or "-",
+                e.tool,
+                e.cls,
+                e.decision,
+                e.rule,
+                e.answered_by,
+                f"{e.wait_ms:.1f}",
+                target,
+            )
+        )
+    click.echo(text_table(rows), nl=False)
+
+
+@main.command()
 def schema() -> None:
     """Print the JSON Schema of the agent config file."""
     # snake_case, as the docs and examples write it; camelCase aliases are accepted too.

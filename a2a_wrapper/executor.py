@@ -2,6 +2,8 @@
 
 import asyncio
 import logging
+import time
+from dataclasses import dataclass
 
 from a2a.helpers import new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
@@ -9,6 +11,7 @@ from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types import Task, TaskState, TaskStatus
 
+from a2a_wrapper.audit import AuditEntry, AuditLog
 from a2a_wrapper.backends.base import Backend, Prompt, Turn
 from a2a_wrapper.errors import BackendError, SessionGone
 from a2a_wrapper.events import Done, Permission, Question, StreamEvent, Text, Thought, ToolCall, ToolResult, Usage
@@ -16,6 +19,7 @@ from a2a_wrapper.permissions import Decision, PermissionPolicy
 from a2a_wrapper.prompts import UnusableMessage, prompt_from_message
 from a2a_wrapper.reporter import TaskReporter
 from a2a_wrapper.sessions import SessionMap
+from a2a_wrapper.shield import classify
 
 log = logging.getLogger(__name__)
 
@@ -24,11 +28,28 @@ NO_APPROVALS = "No person can approve it over A2A yet, so it is denied. Do not r
 SHUTTING_DOWN = "The agent shut down while this turn was running; the turn was aborted. Send the message again."
 
 
+@dataclass(frozen=True, slots=True)
+class TurnScope:
+    context_id: str
+    task_id: str
+    caller: str  # the authenticated A2A caller; "" without auth
+
+
 class TurnExecutor(AgentExecutor):
-    def __init__(self, backend: Backend, sessions: SessionMap, policy: PermissionPolicy, turn_timeout: float) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        sessions: SessionMap,
+        policy: PermissionPolicy,
+        audit: AuditLog,
+        agent_name: str,
+        turn_timeout: float,
+    ) -> None:
         self._backend = backend
         self._sessions = sessions
         self._policy = policy
+        self._audit = audit
+        self._agent_name = agent_name
         self._turn_timeout = turn_timeout
         self._active: set[Turn] = set()
         self._drained = asyncio.Event()
@@ -66,20 +87,22 @@ class TurnExecutor(AgentExecutor):
             await updater.reject(updater.new_agent_message([new_text_part(f"Message refused: {exc}.")]))
             return
         reporter = TaskReporter(updater)
+        scope = TurnScope(context_id, context.task_id, _caller(context))
         async with self._sessions.hold(context_id):
             try:
-                await self._run_turn(context_id, prompt, reporter)
+                await self._run_turn(scope, prompt, reporter)
             except BackendError as exc:
                 await reporter.finish(Done("failed", f"The backend could not run the turn: {exc}"))
 
-    async def _run_turn(self, context_id: str, prompt: Prompt, reporter: TaskReporter) -> None:
+    async def _run_turn(self, scope: TurnScope, prompt: Prompt, reporter: TaskReporter) -> None:
+        context_id = scope.context_id
         for attempt in range(2):
             opened = await self._sessions.session_for(context_id)
             reporter.metadata.update({"session": opened.session.id, "sessionRecreated": opened.recreated})
             if attempt == 0:
                 await reporter.working()
             try:
-                await self._drive(self._backend.turn(opened.session, prompt), reporter)
+                await self._drive(self._backend.turn(opened.session, prompt), reporter, scope)
                 return
             except SessionGone:
                 if attempt:
@@ -89,24 +112,24 @@ class TurnExecutor(AgentExecutor):
                 )
                 self._sessions.forget(context_id)
 
-    async def _drive(self, turn: Turn, reporter: TaskReporter) -> None:
+    async def _drive(self, turn: Turn, reporter: TaskReporter, scope: TurnScope) -> None:
         self._active.add(turn)
         self._drained.clear()
         try:
-            await self._follow(turn, reporter)
+            await self._follow(turn, reporter, scope)
         finally:
             self._active.discard(turn)
             if not self._active:
                 self._drained.set()
 
-    async def _follow(self, turn: Turn, reporter: TaskReporter) -> None:
+    async def _follow(self, turn: Turn, reporter: TaskReporter, scope: TurnScope) -> None:
         try:
             async with asyncio.timeout(self._turn_timeout):
                 async for event in turn:
                     if isinstance(event, Done):
                         await reporter.finish(Done("failed", SHUTTING_DOWN) if self._closing else event)
                         return
-                    await self._handle(event, turn, reporter)
+                    await self._handle(event, turn, reporter, scope)
             await reporter.finish(Done("failed", "The backend ended the turn without saying it was done."))
         except TimeoutError:
             await _abort(turn)
@@ -117,7 +140,7 @@ class TurnExecutor(AgentExecutor):
             await asyncio.shield(_abort(turn))
             raise
 
-    async def _handle(self, event: StreamEvent, turn: Turn, reporter: TaskReporter) -> None:
+    async def _handle(self, event: StreamEvent, turn: Turn, reporter: TaskReporter, scope: TurnScope) -> None:
         match event:
             case Text():
                 await reporter.text(event, more_ready=turn.more_ready)
@@ -130,14 +153,34 @@ class TurnExecutor(AgentExecutor):
             case ToolResult():
                 await reporter.tool_result(event)
             case Permission():
-                decision = self._policy.decide(event)
-                if decision.outcome == "ask":  # approvals over A2A are not wired yet: fail closed
-                    decision = Decision("deny", f"{decision.reason} {NO_APPROVALS}", decision.rule)
-                await turn.reply(event.id, "allow" if decision.outcome == "allow" else "deny", decision.reason)
-                await reporter.permission(event, decision)
+                await self._decide(event, turn, reporter, scope)
             case Question():
                 await turn.answer(event.id, NO_PERSON)
                 await reporter.question_declined(event, NO_PERSON)
+
+    async def _decide(self, request: Permission, turn: Turn, reporter: TaskReporter, scope: TurnScope) -> None:
+        """The policy decides; the backend gets the answer, the stream shows it, the audit log keeps it."""
+        started = time.monotonic()
+        decision = self._policy.decide(request)
+        if decision.outcome == "ask":  # approvals over A2A are not wired yet: fail closed
+            decision = Decision("deny", f"{decision.reason} {NO_APPROVALS}", decision.rule)
+        await turn.reply(request.id, "allow" if decision.outcome == "allow" else "deny", decision.reason)
+        await reporter.permission(request, decision)
+        entry = AuditEntry(
+            time=time.time(),
+            agent=self._agent_name,
+            context_id=scope.context_id,
+            task_id=scope.task_id,
+            caller=scope.caller,
+            tool=request.tool,
+            cls=classify(request),
+            target=request.command or request.url or ", ".join(request.paths),
+            decision=decision.outcome,
+            rule=decision.rule,
+            answered_by="rules",
+            wait_ms=(time.monotonic() - started) * 1000,
+        )
+        await self._audit.record(entry)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         task = context.current_task
@@ -146,6 +189,11 @@ class TurnExecutor(AgentExecutor):
         assert context_id is not None
         updater = TaskUpdater(event_queue, context.task_id, context_id)
         await updater.cancel(updater.new_agent_message([new_text_part("The task was canceled by the caller.")]))
+
+
+def _caller(context: RequestContext) -> str:
+    call = context.call_context
+    return call.user.user_name if call is not None and call.user.is_authenticated else ""
 
 
 async def _abort(turn: Turn) -> None:

@@ -1,6 +1,8 @@
-"""Shield rules deciding real OpenCode tool calls (allow, deny; ask fails closed until approvals land)."""
+"""Shield rules deciding real OpenCode tool calls (allow, deny; ask fails closed until approvals land), audited."""
 
+import asyncio
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -8,6 +10,7 @@ import httpx
 import pytest
 
 from a2a_wrapper.agent import running_agent
+from a2a_wrapper.audit import recent
 from a2a_wrapper.shield import ShieldConfig, ShieldError
 from tests.a2a_wire import answer_text, data_parts, final_state, stream, user_message
 from tests.conftest import SettingsFactory, serving
@@ -26,7 +29,7 @@ def bash(command: str) -> dict[str, Any]:
 
 
 async def test_rules_allow_deny_and_fail_closed_on_ask(
-    make_settings: SettingsFactory, offline_model: Any, http: httpx.AsyncClient
+    make_settings: SettingsFactory, offline_model: Any, http: httpx.AsyncClient, tmp_path: Path
 ) -> None:
     settings = make_settings(shield=ShieldConfig.model_validate(RULES))
     async with serving(settings, offline_model) as served:
@@ -46,6 +49,22 @@ async def test_rules_allow_deny_and_fail_closed_on_ask(
         [decision] = data_parts(unmatched, "permission")
         assert decision["decision"] == "deny" and decision["rule"] == "default:execute"
         assert "No person can approve it over A2A yet" in decision["reason"]
+
+    entries = recent(settings.state_dir / "state.db", 10)
+    assert [(e.decision, e.rule, e.cls, e.target) for e in reversed(entries)] == [
+        ("allow", "agent:write-inside", "execute", "echo shielded >> kept.txt"),
+        ("deny", "agent:no-rm", "delete", "rm -f kept.txt"),
+        ("deny", "default:execute", "execute", "ls -la"),
+    ]
+    assert all(e.agent == "test-agent" and e.tool == "bash" and e.answered_by == "rules" for e in entries)
+    config = tmp_path / "audit.yaml"
+    config.write_text(f"card: {{name: test-agent}}\nstate_dir: {settings.state_dir}\n")
+    shown = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "a2a_wrapper", "audit", "--config", str(config), stdout=asyncio.subprocess.PIPE
+    )
+    output = (await shown.communicate())[0].decode()
+    assert shown.returncode == 0
+    assert "agent:no-rm" in output and "rm -f kept.txt" in output
 
 
 async def test_agent_rules_cannot_loosen_the_operator_floor(make_settings: SettingsFactory, tmp_path: Path) -> None:

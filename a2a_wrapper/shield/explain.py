@@ -9,6 +9,7 @@ from a2a_wrapper.permissions import Decision
 from a2a_wrapper.shield.classes import Class, Outcome, strictest
 from a2a_wrapper.shield.items import Item
 from a2a_wrapper.shield.rules import Rule
+from a2a_wrapper.text_table import text_table
 
 _SHOWN = 200
 
@@ -95,7 +96,7 @@ def format_explanation(explanation: Explanation) -> str:
     for step in explanation.steps:
         item = step.item
         rows.append((_shown(item.label), item.cls, ", ".join(step.matched) or "-", step.outcome, step.rule))
-    return "\n".join(head) + _table(rows)
+    return "\n".join(head) + text_table(rows)
 
 
 def format_table(
@@ -108,15 +109,8 @@ def format_table(
         rows.append((f"{layer}:{rule.name}", rule.decision, matchers, rule.reason or ""))
     for cls, outcome in (defaults or {}).items():
         rows.append((f"default:{cls}", outcome, f"class: {cls}, no rule matched", ""))
-    return _table(rows)
+    return text_table(rows)
 
 
 def _value(value: object) -> str:
     return ", ".join(value) if isinstance(value, tuple) else str(value)
-
-
-def _table(rows: Sequence[tuple[str, ...]]) -> str:
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
-    lines.insert(1, "  ".join("-" * width for width in widths))
-    return "\n".join(lines) + "\n"

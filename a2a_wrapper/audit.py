@@ -1,0 +1,71 @@
+"""Every permission decision, recorded in the agent's SQLite file: who, what, which rule, when. No message content."""
+
+import sqlite3
+from dataclasses import astuple, dataclass, fields
+from pathlib import Path
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS audit (
+    time REAL NOT NULL,
+    agent TEXT NOT NULL,
+    context_id TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    caller TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    class TEXT NOT NULL,
+    target TEXT NOT NULL,
+    decision TEXT NOT NULL,
+    rule TEXT NOT NULL,
+    answered_by TEXT NOT NULL,
+    wait_ms REAL NOT NULL
+)"""
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    time: float
+    agent: str
+    context_id: str
+    task_id: str
+    caller: str  # the authenticated A2A caller, "" when auth is off
+    tool: str
+    cls: str
+    target: str  # the command, paths or URL the decision was about
+    decision: str
+    rule: str
+    answered_by: str  # "shield" (rules), "autoApprove", or the person who answered
+    wait_ms: float  # how long the decision took, a person's answer included
+
+
+COLUMNS = tuple(f.name for f in fields(AuditEntry))
+
+
+class AuditLog:
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._engine = engine
+
+    async def initialize(self) -> None:
+        async with self._engine.begin() as db:
+            await db.execute(text(_SCHEMA))
+
+    async def record(self, entry: AuditEntry) -> None:
+        columns = ", ".join(f":{name}" for name in COLUMNS)
+        async with self._engine.begin() as db:
+            await db.execute(
+                text(f"INSERT INTO audit VALUES ({columns})"), dict(zip(COLUMNS, astuple(entry), strict=True))
+            )
+
+
+def recent(database: Path, limit: int) -> list[AuditEntry]:
+    """The newest entries first, read without the agent running (for `a2a-wrap audit`)."""
+    if not database.exists():
+        return []
+    with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
+        try:
+            rows = db.execute("SELECT * FROM audit ORDER BY time DESC LIMIT ?", (limit,)).fetchall()
+        except sqlite3.OperationalError:  # no decision recorded yet: the table does not exist
+            return []
+    return [AuditEntry(*row) for row in rows]
