@@ -67,9 +67,13 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         stack.push_async_callback(_cancel, expiry)
         audit = AuditLog(engine)
         await audit.initialize()
-        executor = TurnExecutor(backend, sessions, policy, audit, settings.card.name, settings.timeouts.turn)
+        executor = TurnExecutor(
+            backend, sessions, policy, audit, settings.guard, settings.card.name, settings.timeouts.turn
+        )
         stack.push_async_callback(executor.shutdown)
-        app = build_app(build_card(settings), executor, task_store, backend, settings.server.max_body_bytes)
+        app = build_app(
+            build_card(settings), executor, task_store, backend, settings.server.max_body_bytes, auth=settings.auth
+        )
         yield RunningAgent(settings, app, backend, sessions)
 
 

@@ -1,4 +1,8 @@
-"""The A2A front end: a2a-sdk's own routes (card, JSON-RPC, REST, SSE) on Starlette, plus /health."""
+"""The A2A front end: a2a-sdk's own routes (card, JSON-RPC, REST, SSE) on Starlette, plus /health.
+
+The card and /health are open. Every other path is an A2A method behind the guards: the caller's key
+(when callers are configured), then the body limit — a request without a key is refused before its body is read.
+"""
 
 import json
 from typing import Any
@@ -8,20 +12,33 @@ from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, c
 from a2a.server.tasks import TaskStore
 from a2a.types import AgentCard
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from a2a_wrapper.auth import CallContextBuilder, Callers, authentication
 from a2a_wrapper.backends.base import Backend
 from a2a_wrapper.card import CARD_PATH, JSONRPC_PATH, REST_PATH
+from a2a_wrapper.config import AuthSettings
+from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.executor import TurnExecutor
 
 
 def build_app(
-    card: AgentCard, executor: TurnExecutor, task_store: TaskStore, backend: Backend, max_body_bytes: int
+    card: AgentCard,
+    executor: TurnExecutor,
+    task_store: TaskStore,
+    backend: Backend,
+    max_body_bytes: int,
+    auth: AuthSettings | None = None,
 ) -> ASGIApp:
+    callers = Callers.from_settings(auth or AuthSettings())  # the keys are read here, at start
+    if bool(card.security_requirements) != bool(callers):  # fail closed: never open while the card asks for a key
+        raise ConfigError("auth: the card and the front end disagree on callers (build both from the same settings)")
     handler = DefaultRequestHandler(agent_executor=executor, task_store=task_store, agent_card=card)
+    context_builder = CallContextBuilder()
 
     async def health(request: Request) -> JSONResponse:
         backend_status = await backend.health()
@@ -29,15 +46,18 @@ def build_app(
         body = {"status": "ok" if healthy else "degraded", "frontend": "ok", "backend": backend_status}
         return JSONResponse(body, status_code=200 if healthy else 503)
 
-    app = Starlette(
+    a2a_routes = [
+        *create_jsonrpc_routes(handler, JSONRPC_PATH, context_builder=context_builder, enable_v0_3_compat=True),
+        *create_rest_routes(handler, context_builder=context_builder, enable_v0_3_compat=True, path_prefix=REST_PATH),
+    ]
+    guards = [*authentication(callers), Middleware(BodyLimit, limit=max_body_bytes)]
+    return Starlette(
         routes=[
             *create_agent_card_routes(card, card_url=CARD_PATH),
-            *create_jsonrpc_routes(handler, rpc_url=JSONRPC_PATH, enable_v0_3_compat=True),
-            *create_rest_routes(handler, enable_v0_3_compat=True, path_prefix=REST_PATH),
             Route("/health", health, methods=["GET"]),
+            Mount("", routes=a2a_routes, middleware=guards),  # everything else, the SDK's tenant paths included
         ]
     )
-    return BodyLimit(app, max_body_bytes)
 
 
 class BodyLimit:

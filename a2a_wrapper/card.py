@@ -1,12 +1,38 @@
 """The agent card, from the config; interface URLs from the advertised URL, never from a request."""
 
-from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentProvider, AgentSkill
+from a2a.types import (
+    AgentCapabilities,
+    AgentCard,
+    AgentInterface,
+    AgentProvider,
+    AgentSkill,
+    APIKeySecurityScheme,
+    HTTPAuthSecurityScheme,
+    SecurityRequirement,
+    SecurityScheme,
+    StringList,
+)
 
 from a2a_wrapper.config import AgentSettings, Skill
 
 JSONRPC_PATH = "/a2a/jsonrpc"
 REST_PATH = "/a2a/rest"
 CARD_PATH = "/.well-known/agent-card.json"
+API_KEY_HEADER = "X-API-Key"
+
+# Either scheme carries the same caller's key; each requirement alone satisfies the card.
+SECURITY_SCHEMES = {
+    "bearer": SecurityScheme(
+        http_auth_security_scheme=HTTPAuthSecurityScheme(
+            scheme="Bearer", description="A caller's key as a bearer token: `Authorization: Bearer <key>`."
+        )
+    ),
+    "apiKey": SecurityScheme(
+        api_key_security_scheme=APIKeySecurityScheme(
+            location="header", name=API_KEY_HEADER, description=f"A caller's key in the `{API_KEY_HEADER}` header."
+        )
+    ),
+}
 
 
 def build_card(settings: AgentSettings) -> AgentCard:
@@ -35,4 +61,8 @@ def build_card(settings: AgentSettings) -> AgentCard:
         result.provider.CopyFrom(AgentProvider(organization=card.provider.organization, url=card.provider.url))
     if card.documentation_url:
         result.documentation_url = card.documentation_url
+    if settings.auth.callers:
+        for name, scheme in SECURITY_SCHEMES.items():
+            result.security_schemes[name].CopyFrom(scheme)
+            result.security_requirements.append(SecurityRequirement(schemes={name: StringList()}))
     return result

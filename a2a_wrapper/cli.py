@@ -15,6 +15,7 @@ from a2a_wrapper.card import build_card
 from a2a_wrapper.config import AgentSettings
 from a2a_wrapper.config_file import load_config
 from a2a_wrapper.errors import WrapperError
+from a2a_wrapper.guard import RedactingFilter
 from a2a_wrapper.shield import Shield, format_table
 
 CONFIG_OPTION = click.option(
@@ -57,9 +58,12 @@ def serve_options(function: Any) -> Any:
 
 
 def setup_logging(level: str) -> None:
+    """Logs go to stderr with credentials redacted (the guard's filter sits on the handler)."""
     logging.basicConfig(
         level=level.upper(), format="%(asctime)s %(levelname)-7s %(name)s: %(message)s", stream=sys.stderr, force=True
     )
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(RedactingFilter())
 
 
 def _load(config_path: Path | None, **flags: Any) -> AgentSettings:

@@ -4,6 +4,7 @@ Precedence, low to high: defaults, the config file, `A2A_WRAP_*` environment var
 (nested with `__`, e.g. `A2A_WRAP_SERVER__PORT`), then CLI flags.
 """
 
+import os
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -12,6 +13,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from a2a_wrapper.guard.settings import GuardSettings
 from a2a_wrapper.sections import Section
 from a2a_wrapper.shield.rules import ShieldConfig
 
@@ -116,6 +118,39 @@ class LoggingSettings(Section):
         return value
 
 
+class Caller(Section):
+    """A client allowed to call the agent; its key is read from `key_env` at start, never written in the config."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$", description="Who the caller is; owns its tasks.")
+    key_env: str = Field(
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="The environment variable holding the caller's key."
+    )
+
+    def key(self) -> str:
+        return os.environ.get(self.key_env, "")
+
+    @model_validator(mode="after")
+    def _key_is_set(self) -> "Caller":
+        if not self.key():  # fail closed: an empty key must never let anyone in
+            raise ValueError(f"caller {self.name!r}: environment variable {self.key_env} is unset or empty")
+        return self
+
+
+class AuthSettings(Section):
+    callers: list[Caller] = Field(
+        [], description="Who may call the A2A methods; none: every caller is let in, as anonymous."
+    )
+
+    @model_validator(mode="after")
+    def _distinct(self) -> "AuthSettings":
+        for attribute in ("name", "key_env"):
+            values = [getattr(caller, attribute) for caller in self.callers]
+            repeated = sorted({value for value in values if values.count(value) > 1})
+            if repeated:
+                raise ValueError(f"callers: {attribute} {', '.join(repeated)} appears more than once")
+        return self
+
+
 class AgentSettings(BaseSettings):
     """One agent: its card, server, backend and policies."""
 
@@ -134,6 +169,8 @@ class AgentSettings(BaseSettings):
     sessions: SessionSettings = SessionSettings()
     timeouts: TimeoutSettings = TimeoutSettings()
     logging: LoggingSettings = LoggingSettings()
+    auth: AuthSettings = AuthSettings()
+    guard: GuardSettings = GuardSettings()
     auto_approve: bool = Field(
         False, description="Without a shield section: allow (true) or deny (false) every tool call."
     )

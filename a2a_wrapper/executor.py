@@ -15,6 +15,8 @@ from a2a_wrapper.audit import AuditEntry, AuditLog
 from a2a_wrapper.backends.base import Backend, Prompt, Turn
 from a2a_wrapper.errors import BackendError, SessionGone
 from a2a_wrapper.events import Done, Permission, Question, StreamEvent, Text, Thought, ToolCall, ToolResult, Usage
+from a2a_wrapper.guard import GuardSettings
+from a2a_wrapper.guard.turn import TurnGuard
 from a2a_wrapper.permissions import Decision, PermissionPolicy
 from a2a_wrapper.prompts import UnusableMessage, prompt_from_message
 from a2a_wrapper.reporter import TaskReporter
@@ -42,6 +44,7 @@ class TurnExecutor(AgentExecutor):
         sessions: SessionMap,
         policy: PermissionPolicy,
         audit: AuditLog,
+        guard: GuardSettings,
         agent_name: str,
         turn_timeout: float,
     ) -> None:
@@ -49,6 +52,7 @@ class TurnExecutor(AgentExecutor):
         self._sessions = sessions
         self._policy = policy
         self._audit = audit
+        self._guard = guard
         self._agent_name = agent_name
         self._turn_timeout = turn_timeout
         self._active: set[Turn] = set()
@@ -86,7 +90,7 @@ class TurnExecutor(AgentExecutor):
         except UnusableMessage as exc:
             await updater.reject(updater.new_agent_message([new_text_part(f"Message refused: {exc}.")]))
             return
-        reporter = TaskReporter(updater)
+        reporter = TaskReporter(updater, TurnGuard(self._guard))
         scope = TurnScope(context_id, context.task_id, _caller(context))
         async with self._sessions.hold(context_id):
             try:

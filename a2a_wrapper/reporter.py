@@ -9,9 +9,11 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types import TaskState
 
 from a2a_wrapper.events import Done, Permission, Question, Text, Thought, ToolCall, ToolResult, Usage
+from a2a_wrapper.guard.turn import TurnGuard
 from a2a_wrapper.permissions import Decision
 
 META = "a2a-wrapper"  # namespace of this project's metadata keys
+BLOCKED = "The answer was withheld: it held text shaped like a prompt injection ("
 _STATES = {
     "completed": TaskState.TASK_STATE_COMPLETED,
     "failed": TaskState.TASK_STATE_FAILED,
@@ -22,8 +24,9 @@ _STATES = {
 class TaskReporter:
     """Streams the answer as chunks of one `response` artifact and everything else as status updates."""
 
-    def __init__(self, updater: TaskUpdater) -> None:
+    def __init__(self, updater: TaskUpdater, guard: TurnGuard) -> None:
         self._updater = updater
+        self._guard = guard
         self._response_id = f"response-{uuid.uuid4().hex[:12]}"
         self._answer_started = False
         self._text: list[str] = []
@@ -38,11 +41,13 @@ class TaskReporter:
 
     async def text(self, event: Text, more_ready: bool = False) -> None:
         """Sends the delta now, or, when more events are already waiting, with what follows."""
-        self._text.append(event.delta)
+        self._text.append(self._guard.text(event.delta))
         if not more_ready:
             await self._flush_text()
 
     async def _flush_text(self, last: bool = False) -> None:
+        if self._guard.holds_answer and not last:
+            return  # the whole answer is checked before any of it leaves
         text = "".join(self._text)
         self._text = []
         if not text and not (last and self._answer_started):
@@ -90,20 +95,28 @@ class TaskReporter:
 
     async def finish(self, done: Done) -> None:
         await self._flush_thought()
+        tail, verdict = self._guard.finish()
+        self._text.append(tail)
+        if verdict.blocked:
+            self._text = []
+            done = Done("failed", BLOCKED + ", ".join(sorted({f.phrase for f in verdict.findings})) + ").")
         await self._flush_text(last=True)  # the held text, or an empty chunk that closes the answer
         metadata = {META: {**self.metadata, "usage": dataclasses.asdict(self._usage)}}
-        message = self._updater.new_agent_message([new_text_part(done.sentence)]) if done.sentence else None
+        if verdict.findings:
+            metadata[META]["guard"] = verdict.metadata()
+        sentence = self._guard.sentence(done.sentence)
+        message = self._updater.new_agent_message([new_text_part(sentence)]) if sentence else None
         await self._updater.update_status(_STATES[done.outcome], message=message, metadata=metadata)
 
     async def _data_status(self, data: dict[str, Any]) -> None:
         await self._flush_text()
         await self._flush_thought()
-        message = self._updater.new_agent_message([new_data_part(data)])
+        message = self._updater.new_agent_message([new_data_part(self._guard.value(data))])
         await self._updater.update_status(TaskState.TASK_STATE_WORKING, message=message)
 
     async def _flush_thought(self) -> None:
         if self._thought:
-            thought, self._thought = "".join(self._thought), []
+            thought, self._thought = self._guard.sentence("".join(self._thought)), []
             await self._updater.update_status(TaskState.TASK_STATE_WORKING, metadata={META: {"thought": thought}})
 
 

@@ -1,0 +1,228 @@
+"""Credentials redacted from text, JSON-like data and log records before they leave the process.
+
+`SECRETS` is the one table of credential shapes. Each entry replaces its `value` with `[REDACTED:<kind>]` and
+keeps `before`/`after` (a key name, a scheme, a quote) so the output still reads. The leftmost match wins, ties
+going to the earlier entry; `stream.StreamRedactor` reproduces exactly that on a stream. Patterns are written
+with `grammar`, so that the stream can tell which text may still grow into a secret.
+"""
+
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .grammar import (
+    EMPTY,
+    Node,
+    Tail,
+    ahead,
+    alt,
+    cls,
+    ends_with,
+    first_chars,
+    lit,
+    not_ahead,
+    not_behind,
+    opt,
+    run,
+    seq,
+    triggers,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A redacted credential: its kind and where its value was in the original text (never the value)."""
+
+    kind: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Secret:
+    """One credential shape: `value` is replaced, `before` and `after` are kept, `tail` extends the value."""
+
+    kind: str
+    value: Node
+    before: Node = EMPTY
+    after: Node = EMPTY
+    tail: Tail | None = None
+
+    def __post_init__(self) -> None:
+        if self.tail and self.after is not EMPTY:
+            raise ValueError(f"{self.kind}: a value with an open tail cannot be followed by kept text")
+
+    @property
+    def head(self) -> Node:
+        return seq(self.before, self.value, self.after)
+
+    @property
+    def marker(self) -> str:
+        return f"[REDACTED:{self.kind}]"
+
+
+TOKEN = "[A-Za-z0-9_-]"
+ALNUM = "[A-Za-z0-9]"
+# Tokens start at a word start: no false hits inside longer words, and one attempt per run keeps it linear.
+START, STOP = not_behind(TOKEN), not_ahead(TOKEN)
+HEADER_VALUE = "[A-Za-z0-9._~+/=-]"  # RFC 6750 token68
+WS, QUOTE = "[ \t]", "[\"']"
+# A key name counts as a credential when it ends with one of these (`db_password`, `apiKey`, `GITHUB_TOKEN`);
+# `max_tokens` or `token_type` do not.
+KEYWORDS = ("password", "passwd", "passphrase", "secret", "secret_key", "secret-key", "secretkey", "token",
+            "api_key", "api-key", "apikey", "access_key", "access-key", "accesskey", "private_key", "private-key",
+            "privatekey")  # fmt: skip
+KEYWORD = lit(*KEYWORDS, ci=True)
+SEP = seq(opt(cls(QUOTE)), run(WS, 0, 3), alt(lit(":=", "=>"), cls("[:=]")), run(WS, 0, 3))
+# `${TOKEN}`, `<your key>`, `{{ secrets.X }}` are references, not values; a marker is already redacted
+NOT_PLACEHOLDER = seq(not_ahead("[$<{]"), not_ahead(lit("[REDACTED:")))
+UNQUOTED = "[A-Za-z0-9_+/=.~!@#%^*:-]"
+ENV_VALUE = "[^\\s\"'`$;&|<>(){}\\[\\],]"
+PEM_LABEL = seq(run("[A-Z0-9 ]", 0, 40, backtrack=True), lit("PRIVATE KEY"), opt(lit(" BLOCK")), lit("-----"))
+
+
+def _digit_within(letters: str) -> Node:
+    """A digit among the next 60 characters of `letters`: random tokens have one, code like `token=token` not."""
+    return ahead(seq(run(letters, 0, 60), cls("[0-9]")))
+
+
+def _quoted(quote: str) -> Secret:
+    unit = alt(cls(f"[^{quote}\\\\\\n]"), seq(lit("\\"), cls("[^\\n]")))
+    return Secret("credential", before=seq(KEYWORD, SEP, lit(quote)), value=seq(NOT_PLACEHOLDER, unit), tail=Tail(unit))
+
+
+def _token(kind: str, prefixes: tuple[str, ...], chars: str, length: int, *, exact: bool = False) -> Secret:
+    """A token with a fixed prefix: `length` more characters decide it; unless `exact`, the rest is its tail."""
+    body = seq(START, lit(*prefixes), run(chars, length, length))
+    return Secret(kind, seq(body, STOP)) if exact else Secret(kind, body, tail=Tail(cls(chars)))
+
+
+SECRETS: tuple[Secret, ...] = (
+    Secret("private-key", seq(lit("-----BEGIN "), PEM_LABEL),
+           tail=Tail(cls("[A-Za-z0-9+/=\\\\\\s]"), closer=seq(lit("-----END "), PEM_LABEL))),
+    _token("aws-access-key", ("AKIA", "ASIA"), "[A-Z0-9]", 16, exact=True),
+    Secret("aws-secret-key", before=seq(lit("aws_secret_access_key", "aws-secret-access-key", "aws_secret_key",
+                                            "secretaccesskey", "secret_access_key", ci=True), SEP, opt(cls(QUOTE))),
+           value=seq(run("[A-Za-z0-9/+]", 40, 40), not_ahead("[A-Za-z0-9/+=]"))),
+    _token("github-token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), ALNUM, 30),
+    _token("github-token", ("github_pat_",), "[A-Za-z0-9_]", 22),
+    _token("anthropic-key", ("sk-ant-",), TOKEN, 20),
+    Secret("openai-key", seq(START, lit("sk-"), _digit_within("[A-Za-z_-]"), run(TOKEN, 20, 20)),
+           tail=Tail(cls(TOKEN))),
+    _token("slack-token", ("xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-"), "[A-Za-z0-9-]", 10),
+    _token("google-api-key", ("AIza",), TOKEN, 35, exact=True),
+    _token("stripe-key", ("sk_live_", "rk_live_"), ALNUM, 16),
+    _token("npm-token", ("npm_",), ALNUM, 36, exact=True),
+    _token("pypi-token", ("pypi-",), TOKEN, 50),
+    # header.payload of a JWT (both base64 JSON objects); the rest of the payload and the signature are its tail
+    Secret("jwt", seq(START, lit("eyJ"), run(TOKEN, 1, 150), lit(".eyJ")),
+           tail=Tail(alt(cls(TOKEN), seq(lit("."), ahead(cls(TOKEN)))))),
+    Secret("auth-header", before=seq(lit("authorization", ci=True), opt(cls(QUOTE)), run(WS, 0, 3), cls("[:=]"),
+                                     run(WS, 0, 3), opt(cls(QUOTE)),
+                                     lit("bearer", "basic", "token", "digest", "bot", ci=True), run(WS, 1, 3)),
+           value=run(HEADER_VALUE, 8, 8), tail=Tail(cls(HEADER_VALUE))),
+    Secret("auth-header", before=seq(lit("authorization", ci=True), opt(cls(QUOTE)), run(WS, 0, 3), cls("[:=]"),
+                                     run(WS, 0, 3), opt(cls(QUOTE))),
+           value=seq(_digit_within("[A-Za-z._~+/=-]"), run(HEADER_VALUE, 16, 16)), tail=Tail(cls(HEADER_VALUE))),
+    Secret("bearer-token", before=seq(not_behind("[A-Za-z]"), lit("bearer", ci=True), run(WS, 1, 3)),
+           value=seq(_digit_within("[A-Za-z._~+/=-]"), run(HEADER_VALUE, 16, 16)), tail=Tail(cls(HEADER_VALUE))),
+    Secret("url-password", before=seq(lit("://"), run("[^\\s:/@]", 0, 64), lit(":")),
+           value=run("[^\\s/@]", 1, 100), after=lit("@")),
+    # key=value forms: URL query, env file, quoted (JSON, YAML, code), unquoted with a digit (YAML, flags)
+    Secret("credential", before=seq(lit("?", "&"), run("[A-Za-z0-9_.-]", 1, 40), lit("="),
+                                    ends_with(*(k + "=" for k in KEYWORDS), ci=True)),
+           value=seq(not_ahead("[$<{&#]"), cls("[^&#\\s\"'<>(){}]")), tail=Tail(cls("[^&#\\s\"'<>(){}]"))),
+    Secret("credential", before=seq(lit(*(k.upper() for k in KEYWORDS)), lit("=")),
+           value=run(ENV_VALUE, 1, 128), after=not_ahead("[^\\s\"'`;&|,]")),
+    _quoted('"'),
+    _quoted("'"),
+    Secret("credential", before=seq(KEYWORD, SEP),
+           value=seq(_digit_within("[A-Za-z_+/=.~!@#%^*:-]"), run(UNQUOTED, 6, 128)),
+           after=not_ahead("[^\\s\"'`,;&)}\\]]")),
+)  # fmt: skip
+
+
+def _entry(index: int, secret: Secret) -> str:
+    tail = f"(?P<t{index}>{secret.tail.rx})" if secret.tail else ""
+    return f"(?P<s{index}>{secret.before.rx}(?P<v{index}>{secret.value.rx}{tail}){secret.after.rx})"
+
+
+def by_first_char(render: Callable[[int, Secret], str]) -> dict[str, re.Pattern[str]]:
+    """One regex per first character: the entries that can start with it, in table order."""
+    entries: dict[str, list[str]] = {}
+    for index, secret in enumerate(SECRETS):
+        for char in first_chars(secret.head):
+            entries.setdefault(char, []).append(render(index, secret))
+    return {char: re.compile("|".join(rxs)) for char, rxs in entries.items()}
+
+
+SCAN = by_first_char(_entry)  # all entries tried at once: the leftmost match wins, then the earlier entry
+CANDIDATE = re.compile(triggers((s.head for s in SECRETS), whole=True))  # where SCAN is worth trying
+MAX_HOLD = max(s.head.reach for s in SECRETS)  # the most text a stream holds back
+SECRET_KEY = re.compile(rf"[\w.-]*{KEYWORD.rx}|(?i:authorization|proxy-authorization|cookie|set-cookie)")
+
+
+def identify(match: re.Match[str]) -> tuple[int, Secret]:
+    """Which table entry a `SCAN` match is."""
+    index = int((match.lastgroup or "s0")[1:])
+    return index, SECRETS[index]
+
+
+def find(text: str, pos: int) -> re.Match[str] | None:
+    """The next `SCAN` match from `pos`; trying only where `CANDIDATE` points is 10 to 100 times faster."""
+    while hit := CANDIDATE.search(text, pos):
+        if match := SCAN[text[hit.start()]].match(text, hit.start()):
+            return match
+        pos = hit.start() + 1
+    return None
+
+
+def redact(text: str) -> tuple[str, list[Finding]]:
+    """`text` with every credential value replaced by `[REDACTED:<kind>]`, and what was replaced."""
+    parts: list[str] = []
+    findings: list[Finding] = []
+    pos = 0
+    while match := find(text, pos):
+        index, secret = identify(match)
+        start, end = match.span(f"v{index}")
+        parts += (text[pos:start], secret.marker, text[end : match.end()])
+        findings.append(Finding(secret.kind, start, end))
+        pos = match.end()
+    parts.append(text[pos:])
+    return "".join(parts), findings
+
+
+def redact_value(value: Any) -> Any:
+    """A copy of JSON-like data with every string redacted; a string under a credential-named key goes whole."""
+    if isinstance(value, str):
+        return redact(value)[0]
+    if isinstance(value, dict):
+        return {key: _redact_item(key, item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(redact_value(item) for item in value)
+    return value
+
+
+def _redact_item(key: Any, item: Any) -> Any:
+    if isinstance(key, str) and isinstance(item, str) and item and SECRET_KEY.fullmatch(key):
+        return "[REDACTED:credential]"
+    return redact_value(item)
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter (attach it to handlers) that redacts the message, its arguments and any traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            record.msg, record.args = redact(record.getMessage())[0], None
+        except Exception:  # a broken format string: logging reports it, with redacted parts
+            record.msg, record.args = redact(str(record.msg))[0], redact_value(record.args)
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact(record.exc_text)[0]
+        if record.stack_info:
+            record.stack_info = redact(record.stack_info)[0]
+        return True
