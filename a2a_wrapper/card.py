@@ -3,6 +3,7 @@
 from a2a.types import (
     AgentCapabilities,
     AgentCard,
+    AgentExtension,
     AgentInterface,
     AgentProvider,
     AgentSkill,
@@ -13,6 +14,7 @@ from a2a.types import (
     StringList,
 )
 
+from a2a_wrapper.approvals import EXTENSION_DESCRIPTION, EXTENSION_URI
 from a2a_wrapper.config import AgentSettings, Skill
 
 JSONRPC_PATH = "/a2a/jsonrpc"
@@ -49,7 +51,11 @@ def build_card(settings: AgentSettings) -> AgentCard:
         description=card.description,
         version=card.version,
         supported_interfaces=interfaces,
-        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        capabilities=AgentCapabilities(
+            streaming=True,
+            push_notifications=False,
+            extensions=[AgentExtension(uri=EXTENSION_URI, description=EXTENSION_DESCRIPTION, required=False)],
+        ),
         default_input_modes=card.default_input_modes,
         default_output_modes=card.default_output_modes,
         skills=[

@@ -1,16 +1,25 @@
-"""The a2a-sdk executor: one A2A request drives one backend turn, mapped through the TaskReporter."""
+"""The a2a-sdk executor: A2A requests drive backend turns, mapped through the TaskReporter.
+
+A turn that needs a person (an `ask` decision, or a question from the agent) ends its request in
+`input-required` and stays alive; the caller's next message on that task answers and resumes it. With
+no answer by the deadline the executor sends the task a `deny` of its own, so the turn still ends.
+"""
 
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable
+from dataclasses import dataclass, field
 
-from a2a.helpers import new_text_part
+from a2a.helpers import new_data_part, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
+from a2a.server.request_handlers import RequestHandler
 from a2a.server.tasks import TaskUpdater
-from a2a.types import Task, TaskState, TaskStatus
+from a2a.types import Message, Role, SendMessageRequest, Task, TaskState, TaskStatus
 
+from a2a_wrapper.approvals import Answer, NotAnAnswer, Pending, read_answer
 from a2a_wrapper.audit import AuditEntry, AuditLog
 from a2a_wrapper.backends.base import Backend, Prompt, Turn
 from a2a_wrapper.errors import BackendError, SessionGone
@@ -19,15 +28,22 @@ from a2a_wrapper.guard import GuardSettings
 from a2a_wrapper.guard.turn import TurnGuard
 from a2a_wrapper.permissions import Decision, PermissionPolicy
 from a2a_wrapper.prompts import UnusableMessage, prompt_from_message
-from a2a_wrapper.reporter import TaskReporter
+from a2a_wrapper.reporter import META, TaskReporter
 from a2a_wrapper.sessions import SessionMap
-from a2a_wrapper.shield import classify
+from a2a_wrapper.shield import Rule, Shield, classify
 
 log = logging.getLogger(__name__)
 
-NO_PERSON = "No person is attached to answer questions yet; decide on your own and say what you assumed."
-NO_APPROVALS = "No person can approve it over A2A yet, so it is denied. Do not retry it; do what you can without it."
 SHUTTING_DOWN = "The agent shut down while this turn was running; the turn was aborted. Send the message again."
+EXPIRED = "No person answered in time, so the request is denied. Do not retry it; do what you can without it."
+PERSON_DENIED = "A person denied this tool call. Do not retry it; do what you can without it."
+CANCELED = "The task was canceled by the caller."
+TERMINAL = {
+    TaskState.TASK_STATE_COMPLETED,
+    TaskState.TASK_STATE_FAILED,
+    TaskState.TASK_STATE_CANCELED,
+    TaskState.TASK_STATE_REJECTED,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +51,23 @@ class TurnScope:
     context_id: str
     task_id: str
     caller: str  # the authenticated A2A caller; "" without auth
+    call: ServerCallContext | None  # the request that started the turn (the deadline answers as it)
+
+
+@dataclass(eq=False)
+class LiveTurn:
+    """A backend turn and its A2A side, alive across the requests of one task."""
+
+    turn: Turn
+    events: AsyncIterator[StreamEvent]
+    reporter: TaskReporter
+    scope: TurnScope
+    prompt: Prompt
+    budget: float  # seconds of running time left (time waiting for a person does not count)
+    reopened: bool = False  # the backend had lost the session once already
+    canceled: bool = False  # the caller canceled the task: nothing more is reported
+    pending: Pending | None = None
+    deadline: asyncio.Task[None] | None = field(default=None, repr=False)
 
 
 class TurnExecutor(AgentExecutor):
@@ -47,6 +80,7 @@ class TurnExecutor(AgentExecutor):
         guard: GuardSettings,
         agent_name: str,
         turn_timeout: float,
+        ask_timeout: float = 300.0,
     ) -> None:
         self._backend = backend
         self._sessions = sessions
@@ -55,99 +89,145 @@ class TurnExecutor(AgentExecutor):
         self._guard = guard
         self._agent_name = agent_name
         self._turn_timeout = turn_timeout
-        self._active: set[Turn] = set()
+        self._ask_timeout = ask_timeout
+        self._live: dict[str, LiveTurn] = {}  # by task id
+        self._context_rules: dict[str, list[Rule]] = {}  # a person's "always", per context
+        self._handler: RequestHandler | None = None
         self._drained = asyncio.Event()
         self._drained.set()
         self._closing = False
 
+    def bind_handler(self, handler: RequestHandler) -> None:
+        """The handler the deadline sends its own answer through."""
+        self._handler = handler
+
     async def shutdown(self, grace: float = 10.0) -> None:
-        """Abort running turns; each ends `failed` with a sentence. Waits for them at most `grace` s."""
+        """Abort live turns; running ones end `failed` with a sentence. Waits for them at most `grace` s."""
         self._closing = True
-        await asyncio.gather(*(_abort(turn) for turn in list(self._active)))
+        for live in list(self._live.values()):
+            if live.pending is not None:  # no request attached: the next start marks the task failed
+                self._end(live)
+        await asyncio.gather(*(_abort(live.turn) for live in list(self._live.values())))
         try:
             async with asyncio.timeout(grace):
                 await self._drained.wait()
         except TimeoutError:
-            log.warning("%d turn(s) still running after %.0f s of shutdown", len(self._active), grace)
+            log.warning("%d turn(s) still running after %.0f s of shutdown", len(self._live), grace)
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         assert context.task_id is not None and context.message is not None
         current = context.current_task
+        if current is not None and current.status.state in TERMINAL:
+            return  # queued behind the request that ended the task
         context_id = current.context_id if current else context.context_id
         assert context_id is not None
         updater = TaskUpdater(event_queue, context.task_id, context_id)
+        live = self._live.get(context.task_id)
+        if live is not None and live.pending is not None:
+            await self._resume(live, context.message, updater)
+            return
         if current is None:
-            await event_queue.enqueue_event(
-                Task(
-                    id=context.task_id,
-                    context_id=context_id,
-                    status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
-                    history=[context.message],
-                )
+            task = Task(
+                id=context.task_id,
+                context_id=context_id,
+                status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
+                history=[context.message],
             )
+            await event_queue.enqueue_event(task)
         try:
             prompt = prompt_from_message(context.message)
         except UnusableMessage as exc:
             await updater.reject(updater.new_agent_message([new_text_part(f"Message refused: {exc}.")]))
             return
         reporter = TaskReporter(updater, TurnGuard(self._guard))
-        scope = TurnScope(context_id, context.task_id, _caller(context))
-        async with self._sessions.hold(context_id):
-            try:
-                await self._run_turn(scope, prompt, reporter)
-            except BackendError as exc:
-                await reporter.finish(Done("failed", f"The backend could not run the turn: {exc}"))
-
-    async def _run_turn(self, scope: TurnScope, prompt: Prompt, reporter: TaskReporter) -> None:
-        context_id = scope.context_id
-        for attempt in range(2):
-            opened = await self._sessions.session_for(context_id)
-            reporter.metadata.update({"session": opened.session.id, "sessionRecreated": opened.recreated})
-            if attempt == 0:
-                await reporter.working()
-            try:
-                await self._drive(self._backend.turn(opened.session, prompt), reporter, scope)
-                return
-            except SessionGone:
-                if attempt:
-                    raise
-                log.info(
-                    "session %s of context %s is gone from the backend; opening another", opened.session.id, context_id
-                )
-                self._sessions.forget(context_id)
-
-    async def _drive(self, turn: Turn, reporter: TaskReporter, scope: TurnScope) -> None:
-        self._active.add(turn)
-        self._drained.clear()
+        call = context.call_context
+        scope = TurnScope(context_id, context.task_id, _caller(call), call)
+        await self._sessions.acquire(context_id)
         try:
-            await self._follow(turn, reporter, scope)
-        finally:
-            self._active.discard(turn)
-            if not self._active:
-                self._drained.set()
-
-    async def _follow(self, turn: Turn, reporter: TaskReporter, scope: TurnScope) -> None:
-        try:
-            async with asyncio.timeout(self._turn_timeout):
-                async for event in turn:
-                    if isinstance(event, Done):
-                        await reporter.finish(Done("failed", SHUTTING_DOWN) if self._closing else event)
-                        return
-                    await self._handle(event, turn, reporter, scope)
-            await reporter.finish(Done("failed", "The backend ended the turn without saying it was done."))
-        except TimeoutError:
-            await _abort(turn)
-            await reporter.finish(
-                Done("failed", f"The turn ran past its {self._turn_timeout:g} s limit and was aborted.")
-            )
-        except asyncio.CancelledError:
-            await asyncio.shield(_abort(turn))
+            live = await self._start(scope, prompt, reporter)
+        except BaseException:
+            self._sessions.release(context_id)
             raise
+        if live is not None:
+            await self._advance(live)
 
-    async def _handle(self, event: StreamEvent, turn: Turn, reporter: TaskReporter, scope: TurnScope) -> None:
+    async def _start(self, scope: TurnScope, prompt: Prompt, reporter: TaskReporter) -> LiveTurn | None:
+        """Opens the context's session and prepares the turn (the prompt goes out on its first step)."""
+        try:
+            opened = await self._sessions.session_for(scope.context_id)
+        except BackendError as exc:
+            await reporter.finish(Done("failed", f"The backend could not run the turn: {exc}"))
+            self._sessions.release(scope.context_id)
+            return None
+        reporter.metadata.update({"session": opened.session.id, "sessionRecreated": opened.recreated})
+        await reporter.working()
+        turn = self._backend.turn(opened.session, prompt)
+        live = LiveTurn(turn, aiter(turn), reporter, scope, prompt, self._turn_timeout)
+        self._live[scope.task_id] = live
+        self._drained.clear()
+        return live
+
+    async def _advance(self, live: LiveTurn) -> None:
+        """Drives the turn until it ends or pauses for a person; an ended turn lets its context go."""
+        try:
+            try:
+                ended = await self._follow(live)
+            except SessionGone:  # raised before anything was sent: a new session, once
+                if live.reopened:
+                    raise
+                await self._reopen(live)
+                ended = await self._follow(live)
+        except BackendError as exc:
+            self._end(live)
+            await live.reporter.finish(Done("failed", f"The backend could not run the turn: {exc}"))
+            return
+        except BaseException:
+            self._end(live)
+            raise
+        if ended:
+            self._end(live)
+
+    async def _reopen(self, live: LiveTurn) -> None:
+        context_id = live.scope.context_id
+        log.info("the session of context %s is gone from the backend; opening another", context_id)
+        self._sessions.forget(context_id)
+        opened = await self._sessions.session_for(context_id)
+        live.reporter.metadata.update({"session": opened.session.id, "sessionRecreated": opened.recreated})
+        live.turn = self._backend.turn(opened.session, live.prompt)
+        live.events = aiter(live.turn)
+        live.reopened = True
+
+    async def _follow(self, live: LiveTurn) -> bool:
+        """True when the turn ended, False when it paused for a person."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        try:
+            async with asyncio.timeout(live.budget):
+                async for event in live.events:
+                    if isinstance(event, Done):
+                        if not live.canceled:
+                            await live.reporter.finish(Done("failed", SHUTTING_DOWN) if self._closing else event)
+                        return True
+                    if await self._handle(event, live):
+                        return False
+            await live.reporter.finish(Done("failed", "The backend ended the turn without saying it was done."))
+        except TimeoutError:
+            await _abort(live.turn)
+            limit = f"The turn ran past its {self._turn_timeout:g} s limit and was aborted."
+            await live.reporter.finish(Done("failed", limit))
+        except asyncio.CancelledError:
+            await asyncio.shield(_abort(live.turn))
+            raise
+        finally:
+            live.budget -= loop.time() - started
+        return True
+
+    async def _handle(self, event: StreamEvent, live: LiveTurn) -> bool:
+        """Reports one event; True when the turn now waits for a person."""
+        reporter = live.reporter
         match event:
             case Text():
-                await reporter.text(event, more_ready=turn.more_ready)
+                await reporter.text(event, more_ready=live.turn.more_ready)
             case Thought():
                 reporter.thought(event)
             case Usage():
@@ -157,19 +237,74 @@ class TurnExecutor(AgentExecutor):
             case ToolResult():
                 await reporter.tool_result(event)
             case Permission():
-                await self._decide(event, turn, reporter, scope)
+                started = time.monotonic()
+                decision = self._policy_for(live.scope.context_id).decide(event)
+                if decision.outcome == "ask":
+                    await self._pause(live, Pending(event, decision.reason, decision.rule, self._expiry()))
+                    return True
+                await self._apply(live, event, decision, "rules", started)
             case Question():
-                await turn.answer(event.id, NO_PERSON)
-                await reporter.question_declined(event, NO_PERSON)
+                await self._pause(live, Pending(event, event.text, "question", self._expiry()))
+                return True
+        return False
 
-    async def _decide(self, request: Permission, turn: Turn, reporter: TaskReporter, scope: TurnScope) -> None:
-        """The policy decides; the backend gets the answer, the stream shows it, the audit log keeps it."""
-        started = time.monotonic()
-        decision = self._policy.decide(request)
-        if decision.outcome == "ask":  # approvals over A2A are not wired yet: fail closed
-            decision = Decision("deny", f"{decision.reason} {NO_APPROVALS}", decision.rule)
-        await turn.reply(request.id, "allow" if decision.outcome == "allow" else "deny", decision.reason)
-        await reporter.permission(request, decision)
+    def _policy_for(self, context_id: str) -> PermissionPolicy:
+        rules = self._context_rules.get(context_id)
+        if rules and isinstance(self._policy, Shield):
+            return self._policy.for_context(rules)
+        return self._policy
+
+    def _expiry(self) -> float:
+        ask_timeout = self._policy.ask_timeout if isinstance(self._policy, Shield) else self._ask_timeout
+        return time.time() + ask_timeout
+
+    async def _pause(self, live: LiveTurn, pending: Pending) -> None:
+        live.pending = pending
+        await live.reporter.ask(pending)
+        live.deadline = asyncio.create_task(self._expire(live, pending), name=f"deadline-{pending.id}")
+
+    async def _resume(self, live: LiveTurn, message: Message, updater: TaskUpdater) -> None:
+        pending = live.pending
+        assert pending is not None
+        live.reporter.rebind(updater)
+        answer = read_answer(message, pending)
+        if isinstance(answer, NotAnAnswer):
+            await live.reporter.ask(pending, note=answer.sentence)
+            return
+        live.pending = None
+        if live.deadline is not None:
+            live.deadline.cancel()
+            live.deadline = None
+        await live.reporter.working()
+        try:
+            await self._answer(live, pending, answer)
+        except BaseException:
+            self._end(live)
+            raise
+        await self._advance(live)
+
+    async def _answer(self, live: LiveTurn, pending: Pending, answer: Answer) -> None:
+        request = pending.request
+        if isinstance(request, Question):
+            await live.turn.answer(request.id, answer.text)
+            return
+        expired = time.time() >= pending.expires_at
+        who = "deadline" if expired else (live.scope.caller or "person")
+        started = time.monotonic() - (time.time() - pending.asked_at)
+        if expired or answer.option == "deny":
+            decision = Decision("deny", EXPIRED if expired else PERSON_DENIED, f"person:{who}")
+        else:
+            decision = Decision("allow", f"{request.tool} allowed by {who}", f"person:{who}")
+            if answer.option == "allow_context" and isinstance(self._policy, Shield):
+                rules = self._context_rules.setdefault(live.scope.context_id, [])
+                rules.append(self._policy.always_rule(request, f"always-{len(rules) + 1}"))
+        await self._apply(live, request, decision, who, started)
+
+    async def _apply(self, live: LiveTurn, request: Permission, decision: Decision, who: str, started: float) -> None:
+        """The backend gets the decision, the stream shows it, the audit log keeps it."""
+        await live.turn.reply(request.id, "allow" if decision.outcome == "allow" else "deny", decision.reason)
+        await live.reporter.permission(request, decision)
+        scope = live.scope
         entry = AuditEntry(
             time=time.time(),
             agent=self._agent_name,
@@ -181,27 +316,75 @@ class TurnExecutor(AgentExecutor):
             target=request.command or request.url or ", ".join(request.paths),
             decision=decision.outcome,
             rule=decision.rule,
-            answered_by="rules",
+            answered_by=who,
             wait_ms=(time.monotonic() - started) * 1000,
         )
         await self._audit.record(entry)
 
+    async def _expire(self, live: LiveTurn, pending: Pending) -> None:
+        """No answer by the deadline: the task gets a `deny` as if from its caller, and the turn goes on."""
+        await asyncio.sleep(max(0.0, pending.expires_at - time.time()))
+        if live.pending is not pending or self._handler is None:
+            return
+        live.deadline = None  # the answer below must not cancel this task while it sends it
+        answer = Message(
+            message_id=f"deadline-{pending.id}",
+            role=Role.ROLE_USER,
+            task_id=live.scope.task_id,
+            context_id=live.scope.context_id,
+            parts=[new_data_part({"approval": pending.id, "option": "deny"})],
+        )
+        answer.metadata.update({META: {"synthetic": "approval-deadline"}})
+        if isinstance(pending.request, Question):
+            answer.parts[0].CopyFrom(new_text_part("No person answered in time; decide on your own."))
+        try:
+            await self._handler.on_message_send(
+                SendMessageRequest(message=answer), live.scope.call or ServerCallContext()
+            )
+        except Exception:  # a boundary: the turn must not be left waiting because this failed
+            log.exception("the deadline's answer for task %s failed; aborting the turn", live.scope.task_id)
+            self._end(live)
+            await _abort(live.turn)
+
+    def _end(self, live: LiveTurn) -> None:
+        """The turn is over for this task (ended, canceled, or abandoned): its context is free again."""
+        if self._live.get(live.scope.task_id) is not live:
+            return
+        del self._live[live.scope.task_id]
+        if live.deadline is not None:
+            live.deadline.cancel()
+        self._sessions.release(live.scope.context_id)
+        if not self._live:
+            self._drained.set()
+
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        task = context.current_task
         assert context.task_id is not None
+        task = context.current_task
         context_id = task.context_id if task else context.context_id
         assert context_id is not None
+        live = self._live.get(context.task_id)
+        if live is not None and live.pending is not None:  # waiting for a person: reject, stop the backend turn
+            pending = live.pending
+            self._end(live)
+            if isinstance(pending.request, Permission):
+                await _quietly(live.turn.reply(pending.request.id, "deny", CANCELED))
+            await _abort(live.turn)
+        elif live is not None:
+            live.canceled = True  # running: a2a-sdk cancels execute() next, which aborts the backend turn
         updater = TaskUpdater(event_queue, context.task_id, context_id)
-        await updater.cancel(updater.new_agent_message([new_text_part("The task was canceled by the caller.")]))
+        await updater.cancel(updater.new_agent_message([new_text_part(CANCELED)]))
 
 
-def _caller(context: RequestContext) -> str:
-    call = context.call_context
+def _caller(call: ServerCallContext | None) -> str:
     return call.user.user_name if call is not None and call.user.is_authenticated else ""
 
 
 async def _abort(turn: Turn) -> None:
+    await _quietly(turn.abort())
+
+
+async def _quietly(action: Awaitable[None]) -> None:
     try:
-        await turn.abort()
+        await action
     except BackendError as exc:
-        log.warning("abort failed: %s", exc)
+        log.warning("backend call failed: %s", exc)

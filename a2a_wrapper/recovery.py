@@ -19,7 +19,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 log = logging.getLogger(__name__)
 
 INTERRUPTED = "The agent restarted while this task was running; its turn was lost. Send the message again."
-_UNFINISHED = {"TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"}
+# Waiting for a person counts too: the backend request it waited on died with the last run (fail closed).
+_UNFINISHED = {"TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_INPUT_REQUIRED"}
 
 
 class _Owner(User):

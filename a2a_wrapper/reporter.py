@@ -8,7 +8,8 @@ from a2a.helpers import new_data_part, new_text_part
 from a2a.server.tasks import TaskUpdater
 from a2a.types import TaskState
 
-from a2a_wrapper.events import Done, Permission, Question, Text, Thought, ToolCall, ToolResult, Usage
+from a2a_wrapper.approvals import Pending
+from a2a_wrapper.events import Done, Permission, Text, Thought, ToolCall, ToolResult, Usage
 from a2a_wrapper.guard.turn import TurnGuard
 from a2a_wrapper.permissions import Decision
 
@@ -90,8 +91,18 @@ class TaskReporter:
             }
         )
 
-    async def question_declined(self, event: Question, reason: str) -> None:
-        await self._data_status({"type": "question", "id": event.id, "text": event.text, "declined": reason})
+    def rebind(self, updater: TaskUpdater) -> None:
+        """A paused turn resumed by a later request: its events go to that request's queue."""
+        self._updater = updater
+
+    async def ask(self, pending: Pending, note: str | None = None) -> None:
+        """Ends this request in `input-required`, describing what the person is asked."""
+        await self._flush_text()
+        await self._flush_thought()
+        sentence = self._guard.sentence(f"{note} {pending.sentence()}" if note else pending.sentence())
+        data = self._guard.value(pending.data())
+        message = self._updater.new_agent_message([new_text_part(sentence), new_data_part(data)])
+        await self._updater.update_status(TaskState.TASK_STATE_INPUT_REQUIRED, message=message, metadata={META: data})
 
     async def finish(self, done: Done) -> None:
         await self._flush_thought()

@@ -50,15 +50,30 @@ class SessionMap:
     @asynccontextmanager
     async def hold(self, context_id: str) -> AsyncIterator[None]:
         """Serialises turns of one context: a second message waits for the running turn."""
+        await self.acquire(context_id)
+        try:
+            yield
+        finally:
+            self.release(context_id)
+
+    async def acquire(self, context_id: str) -> None:
+        """Like `hold`, for a turn that outlives one request (it pauses for a person): `release` ends it."""
         lock = self._locks.setdefault(context_id, asyncio.Lock())
         self._waiters[context_id] = self._waiters.get(context_id, 0) + 1
         try:
-            async with lock:
-                yield
-        finally:
-            self._waiters[context_id] -= 1
-            if not self._waiters[context_id]:
-                del self._waiters[context_id], self._locks[context_id]
+            await lock.acquire()
+        except BaseException:
+            self._leave(context_id)
+            raise
+
+    def release(self, context_id: str) -> None:
+        self._locks[context_id].release()
+        self._leave(context_id)
+
+    def _leave(self, context_id: str) -> None:
+        self._waiters[context_id] -= 1
+        if not self._waiters[context_id]:
+            del self._waiters[context_id], self._locks[context_id]
 
     def busy(self, context_id: str) -> bool:
         return context_id in self._locks

@@ -12,7 +12,7 @@ import pytest
 from a2a_wrapper.agent import running_agent
 from a2a_wrapper.audit import recent
 from a2a_wrapper.shield import ShieldConfig, ShieldError
-from tests.a2a_wire import answer_text, data_parts, final_state, stream, user_message
+from tests.a2a_wire import answer_text, data_parts, final_state, rpc, stream, task_answer, user_message
 from tests.conftest import SettingsFactory, serving
 
 RULES = {
@@ -24,8 +24,21 @@ RULES = {
 }
 
 
-def bash(command: str) -> dict[str, Any]:
-    return {"message": user_message(f"[[tool:bash {json.dumps({'command': command})}]]")}
+def bash(command: str, context_id: str | None = None) -> dict[str, Any]:
+    return {"message": user_message(f"[[tool:bash {json.dumps({'command': command})}]]", context_id)}
+
+
+def answer(task: dict[str, Any], text: str | None = None, data: dict[str, Any] | None = None) -> dict[str, Any]:
+    message = user_message(text or "", task["contextId"], task["id"])
+    if data is not None:
+        message["parts"] = [{"data": data}]
+    return {"message": message}
+
+
+def approval_of(events: list[dict[str, Any]]) -> dict[str, Any]:
+    status = events[-1]["statusUpdate"]["status"]
+    assert status["state"] == "TASK_STATE_INPUT_REQUIRED"
+    return dict(next(p["data"]["approval"] for p in status["message"]["parts"] if "data" in p))
 
 
 async def test_rules_allow_deny_and_fail_closed_on_ask(
@@ -46,17 +59,21 @@ async def test_rules_allow_deny_and_fail_closed_on_ask(
         assert "Deleting is not allowed here." in answer_text(denied), "the model sees the sentence"
 
         unmatched = await stream(http, served.jsonrpc, bash("ls -la"))
-        [decision] = data_parts(unmatched, "permission")
-        assert decision["decision"] == "deny" and decision["rule"] == "default:execute"
-        assert "No person can approve it over A2A yet" in decision["reason"]
+        assert final_state(unmatched) == "TASK_STATE_INPUT_REQUIRED"
+        task = unmatched[0]["task"]
+        answered = await stream(http, served.jsonrpc, answer(task, "no"))
+        assert final_state(answered) == "TASK_STATE_COMPLETED"
+        [decision] = data_parts(answered, "permission")
+        assert decision["decision"] == "deny" and decision["rule"] == "person:person"
 
     entries = recent(settings.state_dir / "state.db", 10)
     assert [(e.decision, e.rule, e.cls, e.target) for e in reversed(entries)] == [
         ("allow", "agent:write-inside", "execute", "echo shielded >> kept.txt"),
         ("deny", "agent:no-rm", "delete", "rm -f kept.txt"),
-        ("deny", "default:execute", "execute", "ls -la"),
+        ("deny", "person:person", "execute", "ls -la"),
     ]
-    assert all(e.agent == "test-agent" and e.tool == "bash" and e.answered_by == "rules" for e in entries)
+    assert [e.answered_by for e in reversed(entries)] == ["rules", "rules", "person"]
+    assert all(e.agent == "test-agent" and e.tool == "bash" for e in entries)
     config = tmp_path / "audit.yaml"
     config.write_text(f"card: {{name: test-agent}}\nstate_dir: {settings.state_dir}\n")
     shown = await asyncio.create_subprocess_exec(
@@ -76,3 +93,88 @@ async def test_agent_rules_cannot_loosen_the_operator_floor(make_settings: Setti
         async with running_agent(settings):
             pass
     assert not (settings.state_dir / "opencode").exists(), "nothing is spawned for rules that cannot load"
+
+
+async def test_a_person_approves_once_and_always_over_a2a(
+    make_settings: SettingsFactory, offline_model: Any, http: httpx.AsyncClient
+) -> None:
+    async with serving(make_settings(shield=ShieldConfig()), offline_model) as served:
+        asked = await stream(http, served.jsonrpc, bash("touch once.txt"))
+        approval = approval_of(asked)
+        assert approval["tool"]["command"] == "touch once.txt" and approval["rule"] == "default:execute"
+        assert [o["id"] for o in approval["options"]] == ["allow_once", "allow_context", "deny"]
+        assert not (served.workdir / "once.txt").exists(), "nothing runs before the answer"
+        task = asked[0]["task"]
+        done = await stream(
+            http, served.jsonrpc, answer(task, data={"approval": approval["id"], "option": "allow_once"})
+        )
+        assert final_state(done) == "TASK_STATE_COMPLETED"
+        assert (served.workdir / "once.txt").exists()
+
+        context = task["contextId"]
+        first = await stream(http, served.jsonrpc, bash("touch always.txt", context))
+        await stream(http, served.jsonrpc, answer(first[0]["task"], "ALWAYS"))
+        again = await stream(http, served.jsonrpc, bash("touch always.txt", context))
+        assert final_state(again) == "TASK_STATE_COMPLETED", "an always rule of this context needs no second ask"
+        [decision] = data_parts(again, "permission")
+        assert decision["decision"] == "allow" and decision["rule"].startswith("context:")
+        elsewhere = await stream(http, served.jsonrpc, bash("touch always.txt"))
+        assert final_state(elsewhere) == "TASK_STATE_INPUT_REQUIRED", "the rule belongs to its context only"
+
+
+async def test_anything_but_an_answer_asks_again_and_never_reaches_the_model(
+    make_settings: SettingsFactory, offline_model: Any, http: httpx.AsyncClient
+) -> None:
+    async with serving(make_settings(shield=ShieldConfig()), offline_model) as served:
+        asked = await stream(http, served.jsonrpc, bash("touch maybe.txt"))
+        approval, task = approval_of(asked), asked[0]["task"]
+        await http.delete(offline_model.url + "/control/requests")
+        for attempt in (
+            answer(task, "maybe later"),
+            answer(task, data={"approval": "apr_forged", "option": "allow_once"}),
+            answer(task, data={"approval": approval["id"], "option": "sudo"}),
+        ):
+            again = await stream(http, served.jsonrpc, attempt)
+            assert approval_of(again)["id"] == approval["id"]
+        notes = [
+            p["text"]
+            for e in again
+            for p in e.get("statusUpdate", {}).get("status", {}).get("message", {}).get("parts", [])
+            if "text" in p
+        ]
+        assert any("not one of" in n for n in notes)
+        assert (await http.get(offline_model.url + "/control/requests")).json() == [], "no answer reached the model"
+        assert not (served.workdir / "maybe.txt").exists()
+
+
+async def test_no_answer_by_the_deadline_denies_and_the_task_ends(
+    make_settings: SettingsFactory, offline_model: Any, http: httpx.AsyncClient
+) -> None:
+    async with serving(make_settings(shield=ShieldConfig(ask_timeout=2)), offline_model) as served:
+        asked = await stream(http, served.jsonrpc, bash("touch late.txt"))
+        task = asked[0]["task"]
+        async with asyncio.timeout(30):
+            while True:
+                state = (await rpc(http, served.jsonrpc, "GetTask", {"id": task["id"]}))["result"]
+                if state["status"]["state"] == "TASK_STATE_COMPLETED":
+                    break
+                await asyncio.sleep(0.2)
+        assert "No person answered in time" in task_answer(state)
+        assert not (served.workdir / "late.txt").exists()
+        [entry] = recent(served.agent.settings.state_dir / "state.db", 1)
+        assert entry.answered_by == "deadline" and entry.decision == "deny" and entry.wait_ms >= 2000
+
+
+async def test_cancel_while_waiting_rejects_and_aborts(
+    make_settings: SettingsFactory, offline_model: Any, http: httpx.AsyncClient
+) -> None:
+    async with serving(make_settings(shield=ShieldConfig()), offline_model) as served:
+        asked = await stream(http, served.jsonrpc, bash("touch never.txt"))
+        task = asked[0]["task"]
+        canceled = await rpc(http, served.jsonrpc, "CancelTask", {"id": task["id"]})
+        assert canceled["result"]["status"]["state"] == "TASK_STATE_CANCELED"
+        session = asked[1]["statusUpdate"]["metadata"]["a2a-wrapper"]["session"]
+        busy = await served.agent.backend.request("GET", "/session/status")  # type: ignore[attr-defined]
+        assert session not in busy and not (served.workdir / "never.txt").exists()
+        after = await stream(http, served.jsonrpc, {"message": user_message("still here", task["contextId"])})
+        assert answer_text(after) == "Offline model reply: still here", "the context is free again"

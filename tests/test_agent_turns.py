@@ -204,7 +204,9 @@ async def test_backend_killed_mid_turn_fails_the_task_and_comes_back(
     assert task_answer(again) == "Offline model reply: back again"
 
 
-async def test_question_is_answered_that_no_person_is_attached(agent: ServedAgent, http: httpx.AsyncClient) -> None:
+async def test_a_question_pauses_the_task_and_the_answer_resumes_it(
+    agent: ServedAgent, http: httpx.AsyncClient
+) -> None:
     asked = json.dumps(
         {
             "questions": [
@@ -213,7 +215,11 @@ async def test_question_is_answered_that_no_person_is_attached(agent: ServedAgen
         }
     )
     events = await stream(http, agent.jsonrpc, {"message": user_message(f"[[question:{asked}]]")})
-    assert final_state(events) == "TASK_STATE_COMPLETED"
-    [question] = data_parts(events, "question")
-    assert question["text"] == "Which color?"
-    assert "No person is attached" in answer_text(events), "the model must see the answer"
+    assert final_state(events) == "TASK_STATE_INPUT_REQUIRED"
+    status = events[-1]["statusUpdate"]["status"]
+    [question] = [p["data"]["question"] for p in status["message"]["parts"] if "data" in p]
+    assert question["text"] == "Which color?" and question["options"] == ["Red"]
+    task = events[0]["task"]
+    resumed = await stream(http, agent.jsonrpc, {"message": user_message("Blue", task["contextId"], task["id"])})
+    assert final_state(resumed) == "TASK_STATE_COMPLETED"
+    assert "Blue" in answer_text(resumed), "the model saw the person's answer"
