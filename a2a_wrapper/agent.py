@@ -20,6 +20,7 @@ from a2a_wrapper.audit import AuditLog
 from a2a_wrapper.backends import Backend, create_backend
 from a2a_wrapper.card import CARD_PATH, build_card
 from a2a_wrapper.config import AgentSettings
+from a2a_wrapper.context_rules import ContextRules
 from a2a_wrapper.executor import TurnExecutor
 from a2a_wrapper.policy import build_policy
 from a2a_wrapper.recovery import fail_interrupted_tasks
@@ -67,8 +68,10 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         stack.push_async_callback(_cancel, expiry)
         audit = AuditLog(engine)
         await audit.initialize()
+        context_rules = ContextRules(engine)
+        await context_rules.initialize()
         executor = TurnExecutor(
-            backend, sessions, policy, audit, settings.guard, settings.card.name, settings.timeouts.turn
+            backend, sessions, policy, audit, context_rules, settings.guard, settings.card.name, settings.timeouts.turn
         )
         stack.push_async_callback(executor.shutdown)
         app = build_app(

@@ -22,6 +22,7 @@ from a2a.types import Message, Role, SendMessageRequest, Task, TaskState, TaskSt
 from a2a_wrapper.approvals import Answer, NotAnAnswer, Pending, read_answer
 from a2a_wrapper.audit import AuditEntry, AuditLog
 from a2a_wrapper.backends.base import Backend, Prompt, Turn
+from a2a_wrapper.context_rules import ContextRules
 from a2a_wrapper.errors import BackendError, SessionGone
 from a2a_wrapper.events import Done, Permission, Question, StreamEvent, Text, Thought, ToolCall, ToolResult, Usage
 from a2a_wrapper.guard import GuardSettings
@@ -30,7 +31,7 @@ from a2a_wrapper.permissions import Decision, PermissionPolicy
 from a2a_wrapper.prompts import UnusableMessage, prompt_from_message
 from a2a_wrapper.reporter import META, TaskReporter
 from a2a_wrapper.sessions import SessionMap
-from a2a_wrapper.shield import Rule, Shield, classify
+from a2a_wrapper.shield import Shield, classify
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +78,7 @@ class TurnExecutor(AgentExecutor):
         sessions: SessionMap,
         policy: PermissionPolicy,
         audit: AuditLog,
+        context_rules: ContextRules,
         guard: GuardSettings,
         agent_name: str,
         turn_timeout: float,
@@ -91,7 +93,7 @@ class TurnExecutor(AgentExecutor):
         self._turn_timeout = turn_timeout
         self._ask_timeout = ask_timeout
         self._live: dict[str, LiveTurn] = {}  # by task id
-        self._context_rules: dict[str, list[Rule]] = {}  # a person's "always", per context
+        self._context_rules = context_rules  # a person's "always", per context
         self._handler: RequestHandler | None = None
         self._drained = asyncio.Event()
         self._drained.set()
@@ -238,7 +240,7 @@ class TurnExecutor(AgentExecutor):
                 await reporter.tool_result(event)
             case Permission():
                 started = time.monotonic()
-                decision = self._policy_for(live.scope.context_id).decide(event)
+                decision = (await self._policy_for(live.scope.context_id)).decide(event)
                 if decision.outcome == "ask":
                     await self._pause(live, Pending(event, decision.reason, decision.rule, self._expiry()))
                     return True
@@ -248,11 +250,11 @@ class TurnExecutor(AgentExecutor):
                 return True
         return False
 
-    def _policy_for(self, context_id: str) -> PermissionPolicy:
-        rules = self._context_rules.get(context_id)
-        if rules and isinstance(self._policy, Shield):
-            return self._policy.for_context(rules)
-        return self._policy
+    async def _policy_for(self, context_id: str) -> PermissionPolicy:
+        if not isinstance(self._policy, Shield):
+            return self._policy
+        rules = await self._context_rules.of(context_id)
+        return self._policy.for_context(rules) if rules else self._policy
 
     def _expiry(self) -> float:
         ask_timeout = self._policy.ask_timeout if isinstance(self._policy, Shield) else self._ask_timeout
@@ -296,8 +298,9 @@ class TurnExecutor(AgentExecutor):
         else:
             decision = Decision("allow", f"{request.tool} allowed by {who}", f"person:{who}")
             if answer.option == "allow_context" and isinstance(self._policy, Shield):
-                rules = self._context_rules.setdefault(live.scope.context_id, [])
-                rules.append(self._policy.always_rule(request, f"always-{len(rules) + 1}"))
+                rules = await self._context_rules.of(live.scope.context_id)
+                rule = self._policy.always_rule(request, f"always-{len(rules) + 1}")
+                await self._context_rules.add(live.scope.context_id, rule)
         await self._apply(live, request, decision, who, started)
 
     async def _apply(self, live: LiveTurn, request: Permission, decision: Decision, who: str, started: float) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
+from aiohttp import web
 
 from a2a_wrapper.agent import running_agent
 from a2a_wrapper.audit import recent
@@ -178,3 +179,72 @@ async def test_cancel_while_waiting_rejects_and_aborts(
         assert session not in busy and not (served.workdir / "never.txt").exists()
         after = await stream(http, served.jsonrpc, {"message": user_message("still here", task["contextId"])})
         assert answer_text(after) == "Offline model reply: still here", "the context is free again"
+
+
+async def test_always_and_waiting_tasks_across_a_restart(
+    make_settings: SettingsFactory, offline_model: Any, http: httpx.AsyncClient
+) -> None:
+    settings = make_settings(shield=ShieldConfig())
+    async with serving(settings, offline_model) as served:
+        first = await stream(http, served.jsonrpc, bash("touch kept-rule.txt"))
+        context = first[0]["task"]["contextId"]
+        await stream(http, served.jsonrpc, answer(first[0]["task"], "always"))
+        waiting = await stream(http, served.jsonrpc, bash("touch left-waiting.txt"))
+        assert final_state(waiting) == "TASK_STATE_INPUT_REQUIRED"
+    async with serving(settings, offline_model) as served:
+        task = (await rpc(http, served.jsonrpc, "GetTask", {"id": waiting[0]["task"]["id"]}))["result"]
+        assert task["status"]["state"] == "TASK_STATE_FAILED", "a request nobody can answer any more fails closed"
+        again = await stream(http, served.jsonrpc, bash("touch kept-rule.txt", context))
+        assert final_state(again) == "TASK_STATE_COMPLETED", "the context's always rule outlives the restart"
+        assert not (served.workdir / "left-waiting.txt").exists()
+
+
+async def test_the_same_trajectory_with_and_without_the_shield(
+    make_settings: SettingsFactory, offline_model: Any, http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    fetched: list[str] = []
+
+    async def page(request: web.Request) -> web.Response:
+        fetched.append(request.path)
+        return web.Response(text="fetched page")
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", page)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    steps = [
+        json.dumps({"command": "echo written > side-effect.txt"}),
+        json.dumps({"url": f"http://127.0.0.1:{port}/secret-page"}),
+    ]
+    prompt = f"[[tool:bash {steps[0]}]] [[tool:webfetch {steps[1]}]]"
+    deny_all = ShieldConfig.model_validate({"defaults": {"execute": "deny", "delete": "deny", "network": "deny"}})
+    try:
+        outcomes = {}
+        for name, fields in (("open", {"auto_approve": True}), ("shielded", {"shield": deny_all})):
+            settings = make_settings(state_dir=tmp_path / name, **fields)
+            async with serving(settings, offline_model) as served:
+                events = await stream(http, served.jsonrpc, {"message": user_message(prompt)})
+                assert final_state(events) == "TASK_STATE_COMPLETED"
+                outcomes[name] = ((served.workdir / "side-effect.txt").exists(), list(fetched))
+                fetched.clear()
+    finally:
+        await runner.cleanup()
+    assert outcomes["open"] == (True, ["/secret-page"])
+    assert outcomes["shielded"] == (False, []), "the file is not written and the URL not fetched"
+
+
+async def test_a_stale_or_duplicate_answer_is_refused(
+    make_settings: SettingsFactory, offline_model: Any, http: httpx.AsyncClient
+) -> None:
+    async with serving(make_settings(shield=ShieldConfig()), offline_model) as served:
+        asked = await stream(http, served.jsonrpc, bash("touch dup.txt"))
+        approval, task = approval_of(asked), asked[0]["task"]
+        reply = {"approval": approval["id"], "option": "allow_once"}
+        assert final_state(await stream(http, served.jsonrpc, answer(task, data=reply))) == "TASK_STATE_COMPLETED"
+        await http.delete(offline_model.url + "/control/requests")
+        replay = await rpc(http, served.jsonrpc, "SendMessage", answer(task, data=reply))
+        assert replay["error"]["code"] == -32004, replay  # the task has ended: nothing is pending any more
+        assert (await http.get(offline_model.url + "/control/requests")).json() == []
