@@ -23,7 +23,7 @@ from a2a_wrapper.config import AgentSettings
 from a2a_wrapper.context_rules import ContextRules
 from a2a_wrapper.executor import TurnExecutor
 from a2a_wrapper.policy import build_policy
-from a2a_wrapper.recovery import fail_interrupted_tasks
+from a2a_wrapper.recovery import INTERRUPTED, fail_interrupted_tasks
 from a2a_wrapper.sessions import SessionMap
 from a2a_wrapper.task_store import WriteBehindTaskStore, stored_task_ids
 
@@ -63,6 +63,9 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         stack.push_async_callback(_cancel, writer)
         sessions = SessionMap(engine, backend, settings.sessions)
         await sessions.initialize()
+        rejected = await backend.reject_pending(await sessions.known_sessions(), INTERRUPTED)
+        if rejected:
+            log.warning("rejected %d permission request(s) left waiting by the last run", rejected)
         stack.push_async_callback(sessions.save_last_used)
         expiry = asyncio.create_task(sessions.run_expiry(), name="session-expiry")
         stack.push_async_callback(_cancel, expiry)

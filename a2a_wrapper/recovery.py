@@ -18,7 +18,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 log = logging.getLogger(__name__)
 
-INTERRUPTED = "The agent restarted while this task was running; its turn was lost. Send the message again."
+INTERRUPTED = (
+    "The agent restarted while this task was running or waiting for a person; its turn was lost."
+    " Send the message again."
+)
 # Waiting for a person counts too: the backend request it waited on died with the last run (fail closed).
 _UNFINISHED = {"TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_INPUT_REQUIRED"}
 

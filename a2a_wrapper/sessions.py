@@ -95,6 +95,13 @@ class SessionMap:
             await self._evict_over_limit()
         return ContextSession(session, recreated=known is not None and session.created)
 
+    async def known_sessions(self) -> set[str]:
+        async with self._engine.connect() as db:
+            rows = await db.execute(
+                text("SELECT session_id FROM context_sessions WHERE backend = :b"), {"b": self._backend.kind}
+            )
+            return {str(row[0]) for row in rows}
+
     def forget(self, context_id: str) -> None:
         """The backend no longer has this context's session: check it again on the next turn."""
         session_id = self._known.get(context_id)

@@ -112,3 +112,23 @@ async def test_list_and_subscribe(agent: ServedAgent, http: httpx.AsyncClient) -
     states = [e["statusUpdate"]["status"]["state"] for e in subscribed if "statusUpdate" in e]
     assert states[-1] == "TASK_STATE_COMPLETED"
     assert any("artifactUpdate" in e for e in subscribed)
+
+
+async def test_a_restart_rejects_what_an_attached_opencode_still_waits_for(
+    make_settings: SettingsFactory, offline_model: Any, opencode_binary: Path, tmp_path: Path, http: httpx.AsyncClient
+) -> None:
+    from a2a_wrapper.shield import ShieldConfig
+
+    async with external_opencode(make_settings, opencode_binary, tmp_path / "external") as external:
+        external.pop("child")
+        auth = httpx.BasicAuth("opencode", external["password"])
+        settings = make_settings(backend=external, shield=ShieldConfig())
+        command = json.dumps({"command": "touch never.txt"})
+        async with serving(settings, offline_model) as served:
+            events = await stream(http, served.jsonrpc, {"message": user_message(f"[[tool:bash {command}]]")})
+            assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        waiting = (await http.get(external["base_url"] + "/permission", auth=auth)).json()
+        assert len(waiting) == 1, "the attached OpenCode still waits for our answer"
+        async with serving(settings, offline_model):
+            assert (await http.get(external["base_url"] + "/permission", auth=auth)).json() == []
+        assert not (external["workdir"] / "never.txt").exists()

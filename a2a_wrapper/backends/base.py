@@ -55,4 +55,7 @@ class Backend(Protocol):
 
     async def close_session(self, session_id: str) -> None: ...
 
+    async def reject_pending(self, session_ids: set[str], reason: str) -> int:
+        """Rejects permission requests of these sessions left waiting by an earlier run (fail closed)."""
+
     def turn(self, session: Session, prompt: Prompt) -> Turn: ...

@@ -183,6 +183,13 @@ class OpenCodeBackend:
     async def close_session(self, session_id: str) -> None:
         await self.request("DELETE", f"/session/{session_id}")
 
+    async def reject_pending(self, session_ids: set[str], reason: str) -> int:
+        """An attached OpenCode outlives us: requests our last run left waiting are rejected, never kept."""
+        waiting = [p for p in await self.request("GET", "/permission") or [] if p.get("sessionID") in session_ids]
+        for request in waiting:
+            await self.request("POST", f"/permission/{request['id']}/reply", {"reply": "reject", "message": reason})
+        return len(waiting)
+
     def turn(self, session: Session, prompt: Prompt) -> "OpenCodeTurn":
         return OpenCodeTurn(self, session, prompt)
 
