@@ -106,10 +106,11 @@ class TurnExecutor(AgentExecutor):
     async def shutdown(self, grace: float = 10.0) -> None:
         """Abort live turns; running ones end `failed` with a sentence. Waits for them at most `grace` s."""
         self._closing = True
-        for live in list(self._live.values()):
-            if live.pending is not None:  # no request attached: the next start marks the task failed
-                self._end(live)
-        await asyncio.gather(*(_abort(live.turn) for live in list(self._live.values())))
+        waiting = [live for live in self._live.values() if live.pending is not None]
+        for live in waiting:  # no request attached: the next start marks the task failed
+            self._end(live)
+            await self._reject(live, SHUTTING_DOWN)
+        await asyncio.gather(*(_abort(live.turn) for live in [*self._live.values(), *waiting]))
         try:
             async with asyncio.timeout(grace):
                 await self._drained.wait()
@@ -349,6 +350,12 @@ class TurnExecutor(AgentExecutor):
             self._end(live)
             await _abort(live.turn)
 
+    async def _reject(self, live: LiveTurn, sentence: str) -> None:
+        """The backend request a paused turn waits on gets a no (fail closed)."""
+        pending = live.pending
+        if pending is not None and isinstance(pending.request, Permission):
+            await _quietly(live.turn.reply(pending.request.id, "deny", sentence))
+
     def _end(self, live: LiveTurn) -> None:
         """The turn is over for this task (ended, canceled, or abandoned): its context is free again."""
         if self._live.get(live.scope.task_id) is not live:
@@ -367,10 +374,8 @@ class TurnExecutor(AgentExecutor):
         assert context_id is not None
         live = self._live.get(context.task_id)
         if live is not None and live.pending is not None:  # waiting for a person: reject, stop the backend turn
-            pending = live.pending
             self._end(live)
-            if isinstance(pending.request, Permission):
-                await _quietly(live.turn.reply(pending.request.id, "deny", CANCELED))
+            await self._reject(live, CANCELED)
             await _abort(live.turn)
         elif live is not None:
             live.canceled = True  # running: a2a-sdk cancels execute() next, which aborts the backend turn

@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+import yaml
 
 from a2a_wrapper.agent import running_agent
 from a2a_wrapper.backends.opencode import launch
@@ -117,18 +118,42 @@ async def test_list_and_subscribe(agent: ServedAgent, http: httpx.AsyncClient) -
 async def test_a_restart_rejects_what_an_attached_opencode_still_waits_for(
     make_settings: SettingsFactory, offline_model: Any, opencode_binary: Path, tmp_path: Path, http: httpx.AsyncClient
 ) -> None:
-    from a2a_wrapper.shield import ShieldConfig
+    from tests.test_agent_lifecycle import start_serve, wait_healthy
 
     async with external_opencode(make_settings, opencode_binary, tmp_path / "external") as external:
-        external.pop("child")
         auth = httpx.BasicAuth("opencode", external["password"])
-        settings = make_settings(backend=external, shield=ShieldConfig())
+        port = make_settings().server.port
+        config = tmp_path / "attached.yaml"
+        config.write_text(
+            yaml.safe_dump(
+                {
+                    "card": {"name": "attached"},
+                    "server": {"port": port},
+                    "backend": {
+                        "kind": "opencode",
+                        "base_url": external["base_url"],
+                        "password": external["password"],
+                        "workdir": str(external["workdir"]),
+                    },
+                    "shield": {},
+                    "state_dir": str(tmp_path / "wrapper-state"),
+                }
+            )
+        )
+        url = f"http://127.0.0.1:{port}"
+        wrapper = await start_serve(config)
+        await wait_healthy(http, url)
         command = json.dumps({"command": "touch never.txt"})
-        async with serving(settings, offline_model) as served:
-            events = await stream(http, served.jsonrpc, {"message": user_message(f"[[tool:bash {command}]]")})
-            assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
-        waiting = (await http.get(external["base_url"] + "/permission", auth=auth)).json()
-        assert len(waiting) == 1, "the attached OpenCode still waits for our answer"
-        async with serving(settings, offline_model):
+        events = await stream(http, url + "/a2a/jsonrpc", {"message": user_message(f"[[tool:bash {command}]]")})
+        assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        wrapper.kill()  # no chance to answer: the attached OpenCode keeps waiting
+        await wrapper.wait()
+        assert len((await http.get(external["base_url"] + "/permission", auth=auth)).json()) == 1
+        wrapper = await start_serve(config)
+        try:
+            await wait_healthy(http, url)
             assert (await http.get(external["base_url"] + "/permission", auth=auth)).json() == []
+        finally:
+            wrapper.terminate()
+            await wrapper.wait()
         assert not (external["workdir"] / "never.txt").exists()
