@@ -14,6 +14,7 @@ from a2a.types import Message
 from google.protobuf.json_format import MessageToDict
 
 from a2a_wrapper.events import Permission, Question
+from a2a_wrapper.shield import classify
 
 EXTENSION_URI = "urn:a2a-wrapper:approvals:v1"
 EXTENSION_DESCRIPTION = (
@@ -48,7 +49,8 @@ class Pending:
         tool = {"kind": request.kind, "name": request.tool, "paths": list(request.paths)}
         tool |= {k: v for k, v in (("command", request.command), ("url", request.url)) if v}
         options = [{"id": key, "label": label} for key, label in OPTIONS.items()]
-        approval = {"id": self.id, "tool": tool, "rule": self.rule, "reason": self.reason, "options": options}
+        approval: dict[str, Any] = {"id": self.id, "tool": tool, "class": classify(request), "rule": self.rule}
+        approval |= {"reason": self.reason, "options": options}
         return {"type": "approval_request", "approval": {**approval, "expiresAt": expires}}
 
     def sentence(self) -> str:

@@ -103,6 +103,7 @@ async def test_a_person_approves_once_and_always_over_a2a(
         asked = await stream(http, served.jsonrpc, bash("touch once.txt"))
         approval = approval_of(asked)
         assert approval["tool"]["command"] == "touch once.txt" and approval["rule"] == "default:execute"
+        assert approval["class"] == "execute" and approval["expiresAt"]
         assert [o["id"] for o in approval["options"]] == ["allow_once", "allow_context", "deny"]
         assert not (served.workdir / "once.txt").exists(), "nothing runs before the answer"
         task = asked[0]["task"]
