@@ -15,7 +15,7 @@ from a2a_wrapper.card import build_card
 from a2a_wrapper.config import AgentSettings
 from a2a_wrapper.config_file import load_config
 from a2a_wrapper.errors import WrapperError
-from a2a_wrapper.guard import RedactingFilter
+from a2a_wrapper.guard import RedactingFilter, redact_value
 from a2a_wrapper.shield import Shield, format_table
 
 CONFIG_OPTION = click.option(
@@ -113,7 +113,10 @@ def check(config_path: Path | None) -> None:
     """Validate a config; print the effective config (secrets masked) and the agent card."""
     settings = _load(config_path)
     click.echo("# effective config")
-    click.echo(json.dumps(settings.model_dump(mode="json"), indent=2))
+    effective = settings.model_dump(mode="json")  # SecretStr fields print masked
+    for raw in ("env", "opencode_config"):  # free-form sections: credentials in them are redacted
+        effective["backend"][raw] = redact_value(effective["backend"][raw])
+    click.echo(json.dumps(effective, indent=2))
     click.echo("# agent card")
     click.echo(json.dumps(MessageToDict(build_card(settings)), indent=2))
     policy = _policy(settings)

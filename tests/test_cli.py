@@ -268,3 +268,19 @@ def test_auto_approve_with_shield_rules_is_refused(tmp_path: Path, state_home: d
     result = a2a_wrap("check", "--config", str(write(tmp_path, {**SHIELDED, "auto_approve": True})), env=state_home)
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert "auto_approve" in result.stderr and "shield" in result.stderr
+
+
+def test_check_redacts_credentials_in_free_form_sections(tmp_path: Path, state_home: dict[str, str]) -> None:
+    key = "sk-ant-api03-" + "q" * 40
+    config = {
+        "card": {"name": "raw"},
+        "backend": {
+            "kind": "opencode",
+            "env": {"ANTHROPIC_API_KEY": key, "PLAIN": "hello"},
+            "opencode_config": {"mcp": {"x": {"type": "remote", "url": "https://m.example/?apiKey=abc123def456"}}},
+        },
+    }
+    result = a2a_wrap("check", "--config", str(write(tmp_path, config)), env=state_home)
+    assert result.returncode == 0, result.stderr
+    assert key not in result.stdout and "abc123def456" not in result.stdout
+    assert '"PLAIN": "hello"' in result.stdout
