@@ -3,8 +3,6 @@
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from sqlalchemy import text
@@ -47,17 +45,9 @@ class SessionMap:
         async with self._engine.begin() as db:
             await db.execute(text(_SCHEMA))
 
-    @asynccontextmanager
-    async def hold(self, context_id: str) -> AsyncIterator[None]:
-        """Serialises turns of one context: a second message waits for the running turn."""
-        await self.acquire(context_id)
-        try:
-            yield
-        finally:
-            self.release(context_id)
-
     async def acquire(self, context_id: str) -> None:
-        """Like `hold`, for a turn that outlives one request (it pauses for a person): `release` ends it."""
+        """Serialises turns of one context: a second message waits until the running turn calls `release`
+        (which may be in a later request, when the turn paused for a person)."""
         lock = self._locks.setdefault(context_id, asyncio.Lock())
         self._waiters[context_id] = self._waiters.get(context_id, 0) + 1
         try:
