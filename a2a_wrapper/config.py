@@ -71,7 +71,42 @@ class ModelProvider(Section):
 MODEL_PATTERN = r"^[A-Za-z0-9_.-]+/.+$"
 
 
-class OpenCodeBackend(Section):
+class McpServer(Section):
+    """One MCP server, written once and mapped to each backend's own format: a stdio command or an HTTP URL."""
+
+    command: list[str] | None = Field(None, min_length=1, description="stdio server: the program and its arguments.")
+    url: str | None = Field(None, pattern=r"^https?://", description="HTTP (streamable) server.")
+    env: dict[str, str] = Field({}, description="Environment of a stdio server.")
+    headers: dict[str, str] = Field({}, description="Headers sent to an HTTP server.")
+    tools: list[str] = Field(["*"], description="Tools of this server the agent may see.")
+    enabled: bool = True
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> "McpServer":
+        if (self.command is None) == (self.url is None):
+            raise ValueError("an MCP server has exactly one of `command` (stdio) or `url` (HTTP)")
+        if self.url is not None and self.env:
+            raise ValueError("`env` applies to a stdio server (`command`); an HTTP server takes `headers`")
+        if self.command is not None and self.headers:
+            raise ValueError("`headers` apply to an HTTP server (`url`); a stdio server takes `env`")
+        return self
+
+
+class BackendCommon(Section):
+    """What every backend kind shares: workspace, instructions, environment, MCP servers, start-up bound."""
+
+    workdir: Path = Field(
+        Path("workspace"), description="The agent's workspace, created if missing; relative to the config file."
+    )
+    system_prompt: str | None = None
+    system_prompt_file: Path | None = None
+    system_prompt_mode: Literal["append", "replace"] = "append"
+    env: dict[str, str] = {}
+    mcp_servers: dict[str, McpServer] = Field({}, description="MCP servers by name (stdio `command` or HTTP `url`).")
+    startup_timeout: float = Field(60.0, gt=0)
+
+
+class OpenCodeBackend(BackendCommon):
     kind: Literal["opencode"] = "opencode"
     binary: Path | None = Field(None, description="opencode binary; default: the managed install.")
     base_url: str | None = Field(
@@ -79,22 +114,58 @@ class OpenCodeBackend(Section):
     )
     username: str = "opencode"
     password: SecretStr | None = None
-    workdir: Path = Field(
-        Path("workspace"), description="The agent's workspace, created if missing; relative to the config file."
-    )
     model: str = Field("offline/offline-model", pattern=MODEL_PATTERN, description="provider/model")
     agent: str | None = None
-    system_prompt: str | None = None
-    system_prompt_file: Path | None = None
-    system_prompt_mode: Literal["append", "replace"] = "append"
     provider: ModelProvider | None = None
     opencode_config: dict[str, Any] = Field({}, description="Raw OpenCode config merged in last.")
-    env: dict[str, str] = {}
-    startup_timeout: float = Field(60.0, gt=0)
 
 
-Backend = Annotated[OpenCodeBackend, Field(discriminator="kind")]
-BACKEND_KINDS = ("opencode",)
+class CopilotProvider(Section):
+    """A provider of the user's own (BYOK) for Copilot: sent on every session."""
+
+    type: Literal["openai", "azure", "anthropic"] = "openai"
+    base_url: str = Field(pattern=r"^https?://")
+    api_key: SecretStr | None = None
+    bearer_token: SecretStr | None = None
+    wire_api: Literal["completions", "responses"] | None = None
+    azure_api_version: str | None = None
+
+
+class CopilotBackend(BackendCommon):
+    kind: Literal["copilot"] = "copilot"
+    binary: Path | None = Field(None, description="Copilot CLI binary; default: the managed install.")
+    model: str | None = Field(None, description="Model id; required with a provider.")
+    provider: CopilotProvider | None = Field(None, description="Your own model provider instead of GitHub's.")
+    github_token: SecretStr | None = Field(
+        None, description="GitHub token; default COPILOT_GITHUB_TOKEN, GH_TOKEN or GITHUB_TOKEN from the environment."
+    )
+    reasoning_effort: Literal["low", "medium", "high", "xhigh"] | None = None
+
+
+class AcpBackend(BackendCommon):
+    kind: Literal["acp"] = "acp"
+    command: list[str] = Field(min_length=1, description="The ACP agent's program and arguments (stdio).")
+
+
+Backend = Annotated[OpenCodeBackend | CopilotBackend | AcpBackend, Field(discriminator="kind")]
+BACKEND_KINDS = ("opencode", "copilot", "acp")
+
+
+class ProcessRuntime(Section):
+    kind: Literal["process"] = "process"
+
+
+class DockerRuntime(Section):
+    """The backend in a container: the workspace bind-mounted, an init process, labels and limits."""
+
+    kind: Literal["docker"] = "docker"
+    image: str = Field(min_length=1, description="A local image; it is never pulled.")
+    cpus: float | None = Field(None, gt=0)
+    memory: str | None = Field(None, pattern=r"^[0-9]+[bkmgBKMG]?$", description="e.g. 512m, 2g")
+    network: str = Field("bridge", description="Docker network mode or name.")
+
+
+Runtime = Annotated[ProcessRuntime | DockerRuntime, Field(discriminator="kind")]
 
 
 class SessionSettings(Section):
@@ -166,6 +237,7 @@ class AgentSettings(BaseSettings):
     card: CardSettings
     server: ServerSettings = ServerSettings()
     backend: Backend = OpenCodeBackend()
+    runtime: Runtime = ProcessRuntime()
     sessions: SessionSettings = SessionSettings()
     timeouts: TimeoutSettings = TimeoutSettings()
     logging: LoggingSettings = LoggingSettings()

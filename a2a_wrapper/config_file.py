@@ -134,8 +134,9 @@ def _resolve_paths(settings: AgentSettings, path: Path) -> AgentSettings:
     base = path.parent
     backend = settings.backend
     updates: dict[str, Any] = {"workdir": (base / backend.workdir).resolve()}
-    if backend.binary is not None:
-        updates["binary"] = (base / backend.binary).resolve()
+    binary = getattr(backend, "binary", None)
+    if binary is not None:
+        updates["binary"] = (base / binary).resolve()
     if backend.system_prompt_file is not None:
         prompt_file = (base / backend.system_prompt_file).resolve()
         try:

@@ -21,6 +21,9 @@ class Pinned:
 
 PINNED = {
     "opencode": Pinned("opencode-ai", "1.18.33", ("opencode-linux-*/bin/opencode", "opencode-darwin-*/bin/opencode")),
+    "copilot": Pinned(
+        "@github/copilot", "1.0.102", ("@github/copilot-linux-*/copilot", "@github/copilot-darwin-*/copilot")
+    ),
 }
 _STUB_MAX_BYTES = 64 * 1024  # opencode-ai ships a small stub that only says "postinstall was not run"
 

@@ -31,7 +31,8 @@ class OpenCodeBackend:
 
     def __init__(self, settings: AgentSettings) -> None:
         assert settings.state_dir is not None
-        self._settings: OpenCodeSettings = settings.backend
+        assert isinstance(settings.backend, OpenCodeSettings)
+        self._settings = settings.backend
         self._name = settings.card.name
         self._state_dir = settings.state_dir
         self._child: ChildProcess | None = None

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from a2a_wrapper import mcp
 from a2a_wrapper.config import ModelProvider, OpenCodeBackend
 
 READY_LINE = r"listening on (https?://\S+)"
@@ -93,7 +94,7 @@ def opencode_config(backend: OpenCodeBackend) -> dict[str, Any]:
         config["provider"] = {backend.provider.id: _provider(backend.provider)}
     if backend.system_prompt_mode == "replace" and backend.system_prompt:
         config["agent"] = {REPLACE_AGENT: {"mode": "primary", "prompt": backend.system_prompt}}
-    return _merge(config, backend.opencode_config)
+    return _merge(_merge(config, mcp.for_opencode(backend.mcp_servers)), backend.opencode_config)
 
 
 def _provider(provider: ModelProvider) -> dict[str, Any]:
