@@ -30,13 +30,21 @@ class ToolCall:
 
 
 @dataclass(frozen=True, slots=True)
+class FileDiff:
+    """A file the tool changed: its path and a unified diff of the change."""
+
+    path: str
+    diff: str
+
+
+@dataclass(frozen=True, slots=True)
 class ToolResult:
     id: str
     tool: str
     kind: str
     status: Literal["completed", "failed"]
     output: str = ""
-    diff: str | None = None
+    diffs: tuple[FileDiff, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +65,20 @@ class Question:
     id: str
     text: str
     options: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PlanStep:
+    text: str
+    status: Literal["pending", "in_progress", "completed"]
+    priority: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The agent's whole current plan (each event replaces the last)."""
+
+    steps: tuple[PlanStep, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +105,7 @@ class Done:
     sentence: str = ""
 
 
-StreamEvent = Text | Thought | ToolCall | ToolResult | Permission | Question | Usage | Done
+StreamEvent = Text | Thought | ToolCall | ToolResult | Permission | Question | Plan | Usage | Done
 
 
 def coalesce(events: list[StreamEvent]) -> list[StreamEvent]:

@@ -6,7 +6,18 @@ reasoning is told from the answer, and deltas that arrive before their part is a
 
 from typing import Any
 
-from a2a_wrapper.events import Done, Permission, Question, StreamEvent, Text, Thought, ToolCall, ToolResult, Usage
+from a2a_wrapper.events import (
+    Done,
+    FileDiff,
+    Permission,
+    Question,
+    StreamEvent,
+    Text,
+    Thought,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
 
 _OUTPUT_SUMMARY = 2000
 
@@ -162,7 +173,7 @@ class Translator:
         metadata = state.get("metadata") or {}
         if status == "completed":
             output = str(state.get("output") or "")[:_OUTPUT_SUMMARY]
-            return [ToolResult(call_id, tool, tool_kind(tool), "completed", output, metadata.get("diff"))]
+            return [ToolResult(call_id, tool, tool_kind(tool), "completed", output, _diffs(arguments, metadata))]
         error = str(state.get("error") or "")[:_OUTPUT_SUMMARY]
         return [ToolResult(call_id, tool, tool_kind(tool), "failed", error)]
 
@@ -219,3 +230,12 @@ def _usage(part: dict[str, Any]) -> Usage:
         reasoning_tokens=int(tokens.get("reasoning") or 0),
         cost=float(part.get("cost") or 0.0),
     )
+
+
+def _diffs(arguments: dict[str, Any], metadata: dict[str, Any]) -> tuple[FileDiff, ...]:
+    """The change an edit or write made, when OpenCode reports one (`metadata.diff`, a unified diff)."""
+    diff = metadata.get("diff")
+    path = arguments.get("filePath") or arguments.get("path")
+    if not diff or not path:
+        return ()
+    return (FileDiff(str(path), str(diff)),)
