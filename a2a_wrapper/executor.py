@@ -24,7 +24,18 @@ from a2a_wrapper.audit import AuditEntry, AuditLog
 from a2a_wrapper.backends.base import Backend, Prompt, Turn
 from a2a_wrapper.context_rules import ContextRules
 from a2a_wrapper.errors import BackendError, SessionGone
-from a2a_wrapper.events import Done, Permission, Question, StreamEvent, Text, Thought, ToolCall, ToolResult, Usage
+from a2a_wrapper.events import (
+    Done,
+    Permission,
+    Plan,
+    Question,
+    StreamEvent,
+    Text,
+    Thought,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
 from a2a_wrapper.guard import GuardSettings
 from a2a_wrapper.guard.turn import TurnGuard
 from a2a_wrapper.permissions import Decision, PermissionPolicy
@@ -239,6 +250,8 @@ class TurnExecutor(AgentExecutor):
                 await reporter.tool_call(event)
             case ToolResult():
                 await reporter.tool_result(event)
+            case Plan():
+                await reporter.plan(event)
             case Permission():
                 started = time.monotonic()
                 decision = (await self._policy_for(live.scope.context_id)).decide(event)

@@ -1,6 +1,7 @@
 """StreamEvents → A2A task updates, per the table in DESIGN.md."""
 
 import dataclasses
+import hashlib
 import uuid
 from typing import Any
 
@@ -9,11 +10,12 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types import TaskState
 
 from a2a_wrapper.approvals import Pending
-from a2a_wrapper.events import Done, Permission, Text, Thought, ToolCall, ToolResult, Usage
+from a2a_wrapper.events import Done, FileDiff, Permission, Plan, Text, Thought, ToolCall, ToolResult, Usage
 from a2a_wrapper.guard.turn import TurnGuard
 from a2a_wrapper.permissions import Decision
 
 META = "a2a-wrapper"  # namespace of this project's metadata keys
+DIFF_MEDIA_TYPE = "text/x-diff"
 BLOCKED = "The answer was withheld: it held text shaped like a prompt injection ("
 _STATES = {
     "completed": TaskState.TASK_STATE_COMPLETED,
@@ -29,6 +31,7 @@ class TaskReporter:
         self._updater = updater
         self._guard = guard
         self._response_id = f"response-{uuid.uuid4().hex[:12]}"
+        self._plan_id = f"plan-{uuid.uuid4().hex[:12]}"
         self._answer_started = False
         self._text: list[str] = []
         self._thought: list[str] = []
@@ -74,6 +77,26 @@ class TaskReporter:
 
     async def tool_result(self, event: ToolResult) -> None:
         await self._data_status({"type": "tool_result", **_plain(event)})
+        for diff in event.diffs:
+            await self._diff_artifact(diff)
+
+    async def _diff_artifact(self, diff: FileDiff) -> None:
+        """One artifact per changed path, replaced as the file changes again."""
+        await self._updater.add_artifact(
+            [new_text_part(self._guard.sentence(diff.diff), media_type=DIFF_MEDIA_TYPE)],
+            artifact_id=f"diff-{hashlib.sha256(diff.path.encode()).hexdigest()[:16]}",
+            name=f"diff {diff.path}",
+            metadata={META: {"path": diff.path}},
+        )
+
+    async def plan(self, event: Plan) -> None:
+        """One `plan` artifact, replaced by each new plan."""
+        steps = [dataclasses.asdict(step) for step in event.steps]
+        await self._updater.add_artifact(
+            [new_data_part(self._guard.value({"type": "plan", "steps": steps}))],
+            artifact_id=self._plan_id,
+            name="plan",
+        )
 
     async def permission(self, event: Permission, decision: Decision) -> None:
         await self._data_status(
@@ -133,4 +156,7 @@ class TaskReporter:
 
 def _plain(event: ToolCall | ToolResult) -> dict[str, Any]:
     data = dataclasses.asdict(event)
+    data.pop("diffs", None)  # sent as diff artifacts; the status names the paths
+    if isinstance(event, ToolResult) and event.diffs:
+        data["changed"] = [diff.path for diff in event.diffs]
     return {k: list(v) if isinstance(v, tuple) else v for k, v in data.items() if v is not None}
