@@ -17,7 +17,7 @@ from a2a_wrapper.config import OpenCodeBackend as OpenCodeSettings
 from a2a_wrapper.errors import BackendError, BackendUnavailable, NotFound, SessionGone, Unauthorized, WrapperError
 from a2a_wrapper.events import Done, StreamEvent, Text, coalesce
 from a2a_wrapper.installer import find_binary
-from a2a_wrapper.process import ChildProcess
+from a2a_wrapper.runtime import Mount, Runner, listen_host, loopback_url, make_runner
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,8 @@ class OpenCodeBackend:
         self._settings = settings.backend
         self._name = settings.card.name
         self._state_dir = settings.state_dir
-        self._child: ChildProcess | None = None
+        self._runtime = settings.runtime
+        self._child: Runner | None = None
         self._http: aiohttp.ClientSession | None = None
         self._events: EventStream | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -60,12 +61,24 @@ class OpenCodeBackend:
             await self._events.connected.wait()
 
     async def _spawn(self) -> None:
-        binary = self._settings.binary or find_binary("opencode")
-        plan = launch.prepare(binary, self._settings, self._state_dir, dict(os.environ))
-        self._child = ChildProcess(f"{self._name}/opencode", plan.argv, plan.env, self._settings.workdir)
+        binary = (self._settings.binary or find_binary("opencode")).resolve()
+        host = listen_host(self._runtime)
+        plan = launch.prepare(binary, self._settings, self._state_dir, dict(os.environ), listen_host=host)
+        # In a container: the binary read-only and the backend's folders at their host paths.
+        mounts = [Mount(binary, read_only=True), Mount(plan.home)]
+        self._child = make_runner(
+            f"{self._name}/opencode",
+            plan.argv,
+            plan.env,
+            self._settings.workdir,
+            self._runtime,
+            agent=self._name,
+            mounts=mounts,
+            ports=[plan.port],
+        )
         await self._child.start(launch.READY_LINE)
         match = await self._child.wait_ready(self._settings.startup_timeout)
-        await self._connect(match.group(1), plan.password)
+        await self._connect(loopback_url(match.group(1)), plan.password)
 
     async def _connect(self, base_url: str, password: str | None) -> None:
         if self._http is not None:
@@ -122,7 +135,7 @@ class OpenCodeBackend:
             code = await self._child.wait()
             if self._stopping:
                 return
-            log.warning("[%s] opencode (pid %s) exited with code %s; restarting", self._name, self._child.pid, code)
+            log.warning("[%s] opencode (%s) exited with code %s; restarting", self._name, self._child.pid, code)
             self._events.broadcast({"type": BACKEND_EXITED, "properties": {"code": code}})
             await self._child.stop()
             await asyncio.sleep(_RESTART_BACKOFF[min(attempt, len(_RESTART_BACKOFF) - 1)])
@@ -195,6 +208,10 @@ class OpenCodeBackend:
         return OpenCodeTurn(self, session, prompt)
 
     @property
+    def mcp_servers(self) -> list[str]:
+        return [name for name, server in self._settings.mcp_servers.items() if server.enabled]
+
+    @property
     def events(self) -> EventStream:
         if self._events is None:
             raise BackendUnavailable("the OpenCode backend is not started")
@@ -235,7 +252,7 @@ class OpenCodeTurn:
         events = self._backend.events
         subscription = events.subscribe(self._session.id)
         queue = subscription.queue
-        translator = Translator()
+        translator = Translator(self._backend.mcp_servers)
         try:
             async with asyncio.timeout(10):
                 await events.connected.wait()

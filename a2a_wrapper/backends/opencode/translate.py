@@ -4,6 +4,7 @@ Keeps the roles of messages and the types of parts, so the echo of the user's ow
 reasoning is told from the answer, and deltas that arrive before their part is announced are held.
 """
 
+from collections.abc import Iterable
 from typing import Any
 
 from a2a_wrapper.events import (
@@ -47,7 +48,8 @@ def tool_kind(tool: str) -> str:
 
 
 class Translator:
-    def __init__(self) -> None:
+    def __init__(self, mcp_servers: Iterable[str] = ()) -> None:
+        self._mcp_prefixes = tuple(f"{name}_" for name in mcp_servers)  # OpenCode names MCP tools `<server>_<tool>`
         self._roles: dict[str, str] = {}  # messageID -> role
         self._parts: dict[str, dict[str, Any]] = {}  # partID -> {type, messageID}
         self._held: dict[str, list[str]] = {}  # deltas of parts not yet announced
@@ -55,6 +57,9 @@ class Translator:
         self._tool_status: dict[str, str] = {}
         self._error: tuple[str, str] | None = None  # (error name, sentence)
         self._prompt_id: str | None = None  # the user message this turn sent
+
+    def _kind(self, tool: str) -> str:
+        return "mcp" if tool.startswith(self._mcp_prefixes) else tool_kind(tool)
 
     @property
     def prompt_seen(self) -> bool:
@@ -169,13 +174,13 @@ class Translator:
             return []  # announced before its arguments; the `running` update follows
         if status in ("pending", "running"):
             locations = tuple(str(v) for k, v in arguments.items() if k in ("filePath", "path") and v)
-            return [ToolCall(call_id, tool, tool_kind(tool), status, state.get("title") or tool, arguments, locations)]
+            return [ToolCall(call_id, tool, self._kind(tool), status, state.get("title") or tool, arguments, locations)]
         metadata = state.get("metadata") or {}
         if status == "completed":
             output = str(state.get("output") or "")[:_OUTPUT_SUMMARY]
-            return [ToolResult(call_id, tool, tool_kind(tool), "completed", output, _diffs(arguments, metadata))]
+            return [ToolResult(call_id, tool, self._kind(tool), "completed", output, _diffs(arguments, metadata))]
         error = str(state.get("error") or "")[:_OUTPUT_SUMMARY]
-        return [ToolResult(call_id, tool, tool_kind(tool), "failed", error)]
+        return [ToolResult(call_id, tool, self._kind(tool), "failed", error)]
 
     def _child_part(self, props: dict[str, Any]) -> list[StreamEvent]:
         part = props.get("part") or {}
@@ -194,7 +199,7 @@ class Translator:
             paths = tuple(str(p) for p in metadata.get("directories") or ()) or patterns
             if metadata.get("filepath"):
                 paths = (str(metadata["filepath"]),)
-        return [Permission(props["id"], tool_kind(kind), kind, paths, command, url, props)]
+        return [Permission(props["id"], self._kind(kind), kind, paths, command, url, props)]
 
     def _on_question_asked(self, props: dict[str, Any]) -> list[StreamEvent]:
         questions = props.get("questions") or []
