@@ -1,0 +1,152 @@
+"""Running a fleet (agents, registry, reload watcher) or a registry alone, until SIGINT or SIGTERM.
+
+The signal handlers only record the signal: the first stops everything gracefully (each agent gets
+SIGTERM and the restart policy's grace before SIGKILL); a second one kills every agent at once.
+"""
+
+import asyncio
+import contextlib
+import logging
+import signal
+import socket
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+
+import httpx
+import uvicorn
+
+from a2a_wrapper.errors import ConfigError
+from a2a_wrapper.fleet.fleet_file import RegistrySettings
+from a2a_wrapper.fleet.registry import Listed, build_registry_app
+from a2a_wrapper.fleet.reload import watch_fleet
+from a2a_wrapper.fleet.remote import RemoteAgent
+from a2a_wrapper.fleet.spec import Fleet, RemoteSpec
+from a2a_wrapper.fleet.supervisor import Supervisor
+
+log = logging.getLogger(__name__)
+
+
+class Signals:
+    """SIGINT/SIGTERM recorded: `stop` on the first, `force` on the second."""
+
+    def __init__(self) -> None:
+        self.stop = asyncio.Event()
+        self.force = asyncio.Event()
+
+    def _record(self, sig: signal.Signals) -> None:
+        if self.stop.is_set():
+            log.warning("second %s: killing every agent now", sig.name)
+            self.force.set()
+        else:
+            log.info("%s: stopping (a second one kills at once)", sig.name)
+            self.stop.set()
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator["Signals"]:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self._record, sig)
+        try:
+            yield self
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+
+
+class _RegistryServer(uvicorn.Server):
+    """uvicorn without its own signal handling: the fleet's handlers decide when it stops."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def _bind(settings: RegistrySettings) -> socket.socket:
+    """Bound here, so that a taken port is a sentence rather than uvicorn's exit."""
+    family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((settings.host, settings.port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"registry: cannot listen on {settings.host}:{settings.port} ({exc.strerror})") from exc
+    return sock
+
+
+@contextlib.asynccontextmanager
+async def _registry(
+    settings: RegistrySettings, listing: Callable[[], Sequence[Listed]], http: httpx.AsyncClient
+) -> AsyncIterator[None]:
+    """The registry app served and every agent's health polled, both stopped on exit."""
+    sock = _bind(settings)
+    config = uvicorn.Config(build_registry_app(listing), log_config=None, lifespan="off", timeout_graceful_shutdown=5)
+    server = _RegistryServer(config)
+    serving = asyncio.create_task(server.serve(sockets=[sock]), name="registry")
+    polling = asyncio.create_task(_poll_health(listing, http, settings.health_interval), name="health")
+    log.info("registry at http://%s:%d/agents", settings.host, settings.port)
+    try:
+        yield
+    finally:
+        polling.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await polling
+        server.should_exit = True
+        await serving
+        sock.close()
+
+
+async def _poll_health(listing: Callable[[], Sequence[Listed]], http: httpx.AsyncClient, interval: float) -> None:
+    while True:
+        agents = listing()
+        results = await asyncio.gather(*(agent.refresh(http) for agent in agents), return_exceptions=True)
+        for agent, result in zip(agents, results, strict=True):
+            if isinstance(result, Exception):  # a boundary per agent: log it, keep polling the others
+                log.error("[%s] health poll failed", agent.name, exc_info=result)
+        await asyncio.sleep(interval)
+
+
+async def run_fleet(fleet: Fleet) -> None:
+    """Supervise every agent, serve the registry and (when loaded from paths) apply config changes, until signalled."""
+    with Signals().installed() as signals:
+        async with httpx.AsyncClient(timeout=10) as http:
+            supervisor = Supervisor(fleet.restart, http)
+            remotes = [RemoteAgent(spec) for spec in fleet.remotes]
+
+            def listing() -> list[Listed]:
+                return [*supervisor.agents(), *remotes]
+
+            async with _registry(fleet.registry, listing, http):
+                for spec in fleet.agents:
+                    supervisor.start(spec)
+                watcher = asyncio.create_task(watch_fleet(fleet, supervisor, signals.stop)) if fleet.sources else None
+                try:
+                    await signals.stop.wait()
+                finally:
+                    signals.stop.set()
+                    await _stop_agents(supervisor, watcher, signals.force)
+
+
+async def _stop_agents(supervisor: Supervisor, watcher: asyncio.Task[None] | None, force: asyncio.Event) -> None:
+    """Graceful, unless `force` is set meanwhile: then every agent is killed at once."""
+
+    async def graceful() -> None:
+        if watcher is not None:
+            await watcher  # it ends on the stop event, after the reload under way, if any
+        await supervisor.stop_all()
+
+    stopping = asyncio.create_task(graceful(), name="stop-agents")
+    forcing = asyncio.create_task(force.wait(), name="force")
+    await asyncio.wait({stopping, forcing}, return_when=asyncio.FIRST_COMPLETED)
+    if forcing.done():
+        supervisor.kill_all()  # the graceful stops under way then end at once
+    forcing.cancel()
+    await stopping
+    log.info("fleet stopped")
+
+
+async def run_registry(remotes: Sequence[RemoteSpec], settings: RegistrySettings) -> None:
+    """A registry of agents run elsewhere (docker compose: one container per agent), until signalled."""
+    agents = [RemoteAgent(spec) for spec in remotes]
+    with Signals().installed() as signals:
+        async with httpx.AsyncClient(timeout=10) as http, _registry(settings, lambda: agents, http):
+            await signals.stop.wait()
