@@ -22,6 +22,7 @@ from a2a_wrapper.card import CARD_PATH, build_card
 from a2a_wrapper.config import AgentSettings
 from a2a_wrapper.context_rules import ContextRules
 from a2a_wrapper.executor import TurnExecutor
+from a2a_wrapper.metrics import AgentMetrics
 from a2a_wrapper.policy import build_policy
 from a2a_wrapper.recovery import INTERRUPTED, fail_interrupted_tasks
 from a2a_wrapper.sessions import SessionMap
@@ -73,12 +74,28 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         await audit.initialize()
         context_rules = ContextRules(engine)
         await context_rules.initialize()
+        metrics = AgentMetrics()
         executor = TurnExecutor(
-            backend, sessions, policy, audit, context_rules, settings.guard, settings.card.name, settings.timeouts.turn
+            backend,
+            sessions,
+            policy,
+            audit,
+            context_rules,
+            settings.guard,
+            settings.card.name,
+            settings.timeouts.turn,
+            metrics=metrics,
         )
+        metrics.watch(backend, sessions, executor.waiting)
         stack.push_async_callback(executor.shutdown)
         app = build_app(
-            build_card(settings), executor, task_store, backend, settings.server.max_body_bytes, auth=settings.auth
+            build_card(settings),
+            executor,
+            task_store,
+            backend,
+            settings.server.max_body_bytes,
+            auth=settings.auth,
+            metrics=metrics,
         )
         yield RunningAgent(settings, app, backend, sessions)
 

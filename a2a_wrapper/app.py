@@ -1,6 +1,6 @@
-"""The A2A front end: a2a-sdk's own routes (card, JSON-RPC, REST, SSE) on Starlette, plus /health.
+"""The A2A front end: a2a-sdk's own routes (card, JSON-RPC, REST, SSE) on Starlette, plus /health and /metrics.
 
-The card and /health are open. Every other path is an A2A method behind the guards: the caller's key
+The card, /health and /metrics are open. Every other path is an A2A method behind the guards: the caller's key
 (when callers are configured), then the body limit — a request without a key is refused before its body is read.
 """
 
@@ -14,7 +14,7 @@ from a2a.types import AgentCard
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -24,6 +24,7 @@ from a2a_wrapper.card import CARD_PATH, JSONRPC_PATH, REST_PATH
 from a2a_wrapper.config import AuthSettings
 from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.executor import TurnExecutor
+from a2a_wrapper.metrics import CONTENT_TYPE, AgentMetrics
 
 
 def build_app(
@@ -33,6 +34,7 @@ def build_app(
     backend: Backend,
     max_body_bytes: int,
     auth: AuthSettings | None = None,
+    metrics: AgentMetrics | None = None,
 ) -> ASGIApp:
     callers = Callers.from_settings(auth or AuthSettings())  # the keys are read here, at start
     if bool(card.security_requirements) != bool(callers):  # fail closed: never open while the card asks for a key
@@ -47,6 +49,10 @@ def build_app(
         body = {"status": "ok" if healthy else "degraded", "frontend": "ok", "backend": backend_status}
         return JSONResponse(body, status_code=200 if healthy else 503)
 
+    async def scrape(request: Request) -> Response:
+        assert metrics is not None
+        return Response(await metrics.exposition(), media_type=CONTENT_TYPE)
+
     a2a_routes = [
         *create_jsonrpc_routes(handler, JSONRPC_PATH, context_builder=context_builder, enable_v0_3_compat=True),
         *create_rest_routes(handler, context_builder=context_builder, enable_v0_3_compat=True, path_prefix=REST_PATH),
@@ -56,6 +62,7 @@ def build_app(
         routes=[
             *create_agent_card_routes(card, card_url=CARD_PATH),
             Route("/health", health, methods=["GET"]),
+            *([Route("/metrics", scrape, methods=["GET"])] if metrics is not None else []),
             Mount("", routes=a2a_routes, middleware=guards),  # everything else, the SDK's tenant paths included
         ]
     )

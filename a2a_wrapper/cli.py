@@ -233,14 +233,46 @@ def model(port: int, host: str) -> None:
 
 
 @main.command()
-@click.option("--port", type=int, default=8000, show_default=True, help="Port of the demo agent.")
+@click.option(
+    "--port", type=int, default=8800, show_default=True, help="Port of the registry; the agents take the next three."
+)
 @click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path), help="State folder.")
 def demo(port: int, state_dir: Path | None) -> None:
-    """The offline model plus one OpenCode agent; prints the card URL and a command to try."""
+    """The offline model and a fleet of three agents (OpenCode, Copilot, an ACP agent) behind one registry;
+    prints the registry URL and commands to try."""
     from a2a_wrapper.demo import run_demo
 
     setup_logging("INFO")
     _run(run_demo(port, state_dir, click.echo))
+
+
+@main.command("send")
+@click.argument("url")
+@click.argument("text")
+@click.option("--context", "context_id", help="Continue this conversation (the contextId printed by an earlier send).")
+@click.option("--key", help="A caller's key, sent as a bearer token (--key-env keeps it out of the process list).")
+@click.option("--key-env", help="The environment variable holding the key.")
+@click.option("--json", "raw", is_flag=True, help="Print every event as one JSON line instead of the live view.")
+def send_message(url: str, text: str, context_id: str | None, key: str | None, key_env: str | None, raw: bool) -> None:
+    """Send TEXT to the agent at URL (its base URL or card URL) and follow the task live; approvals are asked
+    here. Exit code 0 when the task completed, 1 otherwise."""
+    import os
+
+    from a2a_wrapper.client import send
+
+    if key and key_env:
+        raise click.UsageError("give --key or --key-env, not both")
+    if key_env:
+        key = os.environ.get(key_env)
+        if not key:
+            raise click.ClickException(f"--key-env: the environment variable {key_env} is not set")
+    try:
+        code = asyncio.run(send(url, text, context_id=context_id, key=key, raw=raw))
+    except KeyboardInterrupt:
+        code = 130
+    except WrapperError as exc:
+        raise click.ClickException(str(exc)) from exc
+    sys.exit(code)
 
 
 @main.group()
@@ -273,3 +305,66 @@ def backends_path(kind: str) -> None:
         click.echo(installer.find_binary(kind))
     except WrapperError as exc:
         raise click.ClickException(str(exc)) from exc
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--host", help="Address the registry binds (overrides the fleet file; default 127.0.0.1).")
+@click.option("--port", type=int, help="Port of the registry (overrides the fleet file; default 8800).")
+@click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False))
+def fleet(paths: tuple[Path, ...], host: str | None, port: int | None, log_level: str | None) -> None:
+    """Run many agents, each its own `a2a-wrap serve`, behind one registry.
+
+    PATHS is a folder of agent folders (each with a config.yaml, .yml or .json), agent config files,
+    or one fleet file (see configs/fleet.yaml). A crashed agent is restarted with backoff; an edited
+    config restarts only its agent; the registry lists every agent at GET /agents. Ctrl-C stops them
+    all gracefully; a second Ctrl-C kills them.
+    """
+    from a2a_wrapper.fleet import load_fleet, run_fleet
+
+    setup_logging(log_level or "INFO")
+    registry = {key: value for key, value in {"host": host, "port": port}.items() if value is not None}
+    try:
+        loaded = load_fleet(list(paths), registry)
+    except WrapperError as exc:
+        raise click.ClickException(str(exc)) from exc
+    _run(run_fleet(loaded))
+
+
+@main.command()
+@click.option("--agent", "urls", multiple=True, required=True, help="Base URL of an agent, e.g. http://reviewer:8000.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (0.0.0.0 in a container).")
+@click.option("--port", type=click.IntRange(1, 65535), default=8800, show_default=True)
+@click.option("--health-interval", type=click.FloatRange(min=0.1), default=10.0, show_default=True, help="Seconds.")
+def registry(urls: tuple[str, ...], host: str, port: int, health_interval: float) -> None:
+    """List agents run elsewhere (e.g. one docker compose service each), without supervising them.
+
+    \b
+    a2a-wrap registry --agent http://code-review:8000 --agent http://docs:8000 --host 0.0.0.0 --port 8800
+    \b
+    Serves GET /agents (?skill=TAG_OR_ID), GET /agents/{name} and GET /health, as `a2a-wrap fleet`
+    does: {"agents": [{name, url, card_url, state, backend, skills, last_health, ...}]}. Each agent
+    is known by its card (GET URL/.well-known/agent-card.json) and GET URL/health, polled every
+    --health-interval seconds; one not up yet is listed as unreachable until it answers.
+    """
+    from a2a_wrapper.fleet import RegistrySettings, RemoteSpec, run_registry
+
+    setup_logging("INFO")
+    for url in urls:
+        if not url.startswith(("http://", "https://")):
+            raise click.BadParameter(f"{url!r} is not an http(s) URL", param_hint="--agent")
+    settings = RegistrySettings(host=host, port=port, health_interval=health_interval)
+    _run(run_registry([RemoteSpec(url.rstrip("/")) for url in urls], settings))
+
+
+@main.command()
+@click.option("--registry", "registry_url", default="http://127.0.0.1:8800", show_default=True)
+def status(registry_url: str) -> None:
+    """Print the fleet's agents, as the registry lists them, in a table."""
+    from a2a_wrapper.fleet.status import fetch_agents, format_status
+
+    try:
+        agents = fetch_agents(registry_url)
+    except WrapperError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(format_status(agents), nl=False)

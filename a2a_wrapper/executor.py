@@ -8,6 +8,7 @@ no answer by the deadline the executor sends the task a `deny` of its own, so th
 import asyncio
 import logging
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
 
@@ -38,6 +39,7 @@ from a2a_wrapper.events import (
 )
 from a2a_wrapper.guard import GuardSettings
 from a2a_wrapper.guard.turn import TurnGuard
+from a2a_wrapper.metrics import AgentMetrics
 from a2a_wrapper.permissions import Decision, PermissionPolicy
 from a2a_wrapper.prompts import UnusableMessage, prompt_from_message
 from a2a_wrapper.reporter import META, TaskReporter
@@ -94,6 +96,7 @@ class TurnExecutor(AgentExecutor):
         agent_name: str,
         turn_timeout: float,
         ask_timeout: float = 300.0,
+        metrics: AgentMetrics | None = None,
     ) -> None:
         self._backend = backend
         self._sessions = sessions
@@ -109,6 +112,12 @@ class TurnExecutor(AgentExecutor):
         self._drained = asyncio.Event()
         self._drained.set()
         self._closing = False
+        self._metrics = metrics or AgentMetrics()
+
+    def waiting(self) -> dict[str, int]:
+        """Turns paused for a person, by what they wait for: an approval or an answer to a question."""
+        paused = [live.pending.request for live in self._live.values() if live.pending is not None]
+        return dict(Counter("question" if isinstance(r, Question) else "approval" for r in paused))
 
     def bind_handler(self, handler: RequestHandler) -> None:
         """The handler the deadline sends its own answer through."""
@@ -152,8 +161,9 @@ class TurnExecutor(AgentExecutor):
             prompt = prompt_from_message(context.message)
         except UnusableMessage as exc:
             await updater.reject(updater.new_agent_message([new_text_part(f"Message refused: {exc}.")]))
+            self._metrics.ended("rejected")
             return
-        reporter = TaskReporter(updater, TurnGuard(self._guard))
+        reporter = TaskReporter(updater, TurnGuard(self._guard), self._metrics.turn())
         call = context.call_context
         scope = TurnScope(context_id, context.task_id, _caller(call), call)
         await self._sessions.acquire(context_id)
@@ -256,6 +266,7 @@ class TurnExecutor(AgentExecutor):
                 started = time.monotonic()
                 decision = (await self._policy_for(live.scope.context_id)).decide(event)
                 if decision.outcome == "ask":
+                    self._metrics.decided(classify(event), "ask", "rules")
                     await self._pause(live, Pending(event, decision.reason, decision.rule, self._expiry()))
                     return True
                 await self._apply(live, event, decision, "rules", started)
@@ -337,6 +348,7 @@ class TurnExecutor(AgentExecutor):
             wait_ms=(time.monotonic() - started) * 1000,
         )
         await self._audit.record(entry)
+        self._metrics.decided(entry.cls, entry.decision, who)
 
     async def _expire(self, live: LiveTurn, pending: Pending) -> None:
         """No answer by the deadline: the task gets a `deny` as if from its caller, and the turn goes on."""
@@ -392,6 +404,8 @@ class TurnExecutor(AgentExecutor):
             await _abort(live.turn)
         elif live is not None:
             live.canceled = True  # running: a2a-sdk cancels execute() next, which aborts the backend turn
+        if live is not None:
+            live.reporter.clock.end("canceled")
         updater = TaskUpdater(event_queue, context.task_id, context_id)
         await updater.cancel(updater.new_agent_message([new_text_part(CANCELED)]))
 

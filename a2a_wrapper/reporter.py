@@ -12,6 +12,7 @@ from a2a.types import TaskState
 from a2a_wrapper.approvals import Pending
 from a2a_wrapper.events import Done, FileDiff, Permission, Plan, Text, Thought, ToolCall, ToolResult, Usage
 from a2a_wrapper.guard.turn import TurnGuard
+from a2a_wrapper.metrics import TurnClock
 from a2a_wrapper.permissions import Decision
 
 META = "a2a-wrapper"  # namespace of this project's metadata keys
@@ -27,9 +28,10 @@ _STATES = {
 class TaskReporter:
     """Streams the answer as chunks of one `response` artifact and everything else as status updates."""
 
-    def __init__(self, updater: TaskUpdater, guard: TurnGuard) -> None:
+    def __init__(self, updater: TaskUpdater, guard: TurnGuard, clock: TurnClock) -> None:
         self._updater = updater
         self._guard = guard
+        self.clock = clock  # the turn's metrics
         self._response_id = f"response-{uuid.uuid4().hex[:12]}"
         self._plan_id = f"plan-{uuid.uuid4().hex[:12]}"
         self._answer_started = False
@@ -64,6 +66,7 @@ class TaskReporter:
             append=self._answer_started,
             last_chunk=last,
         )
+        self.clock.first_text()
         self._answer_started = True
 
     def thought(self, event: Thought) -> None:
@@ -117,6 +120,7 @@ class TaskReporter:
     def rebind(self, updater: TaskUpdater) -> None:
         """A paused turn resumed by a later request: its events go to that request's queue."""
         self._updater = updater
+        self.clock.resume()
 
     async def ask(self, pending: Pending, note: str | None = None) -> None:
         """Ends this request in `input-required`, describing what the person is asked."""
@@ -126,6 +130,7 @@ class TaskReporter:
         data = self._guard.value(pending.data())
         message = self._updater.new_agent_message([new_text_part(sentence), new_data_part(data)])
         await self._updater.update_status(TaskState.TASK_STATE_INPUT_REQUIRED, message=message, metadata={META: data})
+        self.clock.pause()
 
     async def finish(self, done: Done) -> None:
         await self._flush_thought()
@@ -141,6 +146,7 @@ class TaskReporter:
         sentence = self._guard.sentence(done.sentence)
         message = self._updater.new_agent_message([new_text_part(sentence)]) if sentence else None
         await self._updater.update_status(_STATES[done.outcome], message=message, metadata=metadata)
+        self.clock.end(done.outcome)
 
     async def _data_status(self, data: dict[str, Any]) -> None:
         await self._flush_text()

@@ -1,0 +1,286 @@
+"""`a2a-wrap send` as a real subprocess against a real agent: the live view, approvals at the terminal, exit codes."""
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from a2a.helpers import get_data_parts, new_data_part, new_text_part
+from a2a.types import Message, TaskState, TaskStatus
+from aiohttp import web
+
+from a2a_wrapper.backends.opencode.launch import free_port
+from a2a_wrapper.client.answers import reply_parts, request_of
+from a2a_wrapper.client.connect import SendError, card_location
+from a2a_wrapper.shield import ShieldConfig
+from tests.conftest import ServedAgent, SettingsFactory, serving
+from tests.test_auth import AUTH, KEYS
+
+
+@dataclass
+class Sent:
+    code: int
+    stdout: str
+    stderr: str
+
+
+def bash(command: str) -> str:
+    return f"[[tool:bash {json.dumps({'command': command})}]]"
+
+
+@asynccontextmanager
+async def started(*args: str, env: dict[str, str] | None = None) -> AsyncIterator[asyncio.subprocess.Process]:
+    """`a2a-wrap send ARGS` running, its stdin, stdout and stderr piped; killed if still running on exit."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "a2a_wrapper",
+        "send",
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+    )
+    try:
+        yield process
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+async def a2a_send(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> Sent:
+    async with started(*args, env=env) as process:
+        async with asyncio.timeout(90):
+            out, err = await process.communicate(stdin.encode())
+    assert process.returncode is not None
+    return Sent(process.returncode, out.decode(), err.decode())
+
+
+async def read_until(stream: asyncio.StreamReader, marker: str) -> str:
+    """stderr up to and including the first line holding `marker`."""
+    seen = ""
+    async with asyncio.timeout(60):
+        while marker not in seen:
+            line = (await stream.readline()).decode()
+            assert line, f"stream ended before {marker!r}; got {seen!r}"
+            seen += line
+    return seen
+
+
+async def test_a_plain_answer_streams_to_stdout_and_a_context_continues(agent: ServedAgent) -> None:
+    first = await a2a_send(agent.url, "hello from the terminal")
+    assert first.code == 0, first.stderr
+    assert first.stdout == "Offline model reply: hello from the terminal\n"
+    context = first.stderr.strip().splitlines()[-1].removeprefix("[context ").removesuffix("]")
+    assert len(context) >= 8, first.stderr
+
+    again = await a2a_send(agent.url + "/.well-known/agent-card.json", "[[turns]]", "--context", context)
+    assert again.code == 0, again.stderr
+    assert again.stdout == "This conversation holds 2 user messages.\n", "the card URL works; the context continued"
+    assert f"[context {context}]" in again.stderr
+
+
+async def test_tool_calls_and_decisions_are_one_line_each(agent: ServedAgent) -> None:
+    sent = await a2a_send(agent.url, bash("echo shown > shown.txt"))
+    assert sent.code == 0, sent.stderr
+    assert (agent.workdir / "shown.txt").read_text().strip() == "shown"
+    lines = sent.stderr.splitlines()
+    assert lines.count("[tool] bash: echo shown > shown.txt") == 1, lines
+    assert [line.split(" (rule ")[0] for line in lines if line.startswith("[allow]")] == [
+        "[allow] bash: echo shown > shown.txt"
+    ], lines
+    assert any(line.startswith("[done] bash") for line in lines), lines
+    assert sent.stdout.startswith("Tool bash returned"), "the answer after the tool call is on stdout alone"
+
+
+async def test_json_prints_every_event(agent: ServedAgent) -> None:
+    sent = await a2a_send(agent.url, "raw events", "--json")
+    assert sent.code == 0, sent.stderr
+    events = [json.loads(line) for line in sent.stdout.splitlines()]
+    assert "task" in events[0]
+    assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    chunks = [e["artifactUpdate"]["artifact"] for e in events if "artifactUpdate" in e]
+    assert "".join(p.get("text", "") for a in chunks for p in a["parts"]) == "Offline model reply: raw events"
+
+
+@pytest.fixture
+async def asking(make_settings: SettingsFactory, offline_model: Any) -> AsyncIterator[ServedAgent]:
+    """An agent whose shield asks a person for every shell command (the default for `execute`)."""
+    async with serving(make_settings(shield=ShieldConfig()), offline_model) as served:
+        yield served
+
+
+async def test_an_approval_is_asked_at_the_terminal_and_allowed_once(asking: ServedAgent) -> None:
+    async with started(asking.url, bash("touch approved.txt")) as process:
+        assert process.stdin is not None and process.stderr is not None and process.stdout is not None
+        shown = await read_until(process.stderr, "[ask]")
+        assert "[ask] bash: touch approved.txt (class execute, rule default:execute)" in shown
+        assert not (asking.workdir / "approved.txt").exists(), "nothing runs before the answer"
+        process.stdin.write(b"maybe\ny\n")  # not an answer: asked again, locally
+        async with asyncio.timeout(60):
+            out, err = await process.communicate()
+    assert process.returncode == 0, err.decode()
+    assert (asking.workdir / "approved.txt").exists()
+    assert "[allow] bash: touch approved.txt (rule person:person)" in err.decode()
+    assert err.decode().count("y = allow once, a = allow in this context, n = deny? ") == 2
+    assert out.decode().startswith("Tool bash returned")
+
+
+async def test_always_needs_no_second_ask_in_the_context_and_no_denies(asking: ServedAgent) -> None:
+    always = await a2a_send(asking.url, bash("touch always.txt"), stdin="a\n")
+    assert always.code == 0, always.stderr
+    assert "[allow] bash: touch always.txt (rule person:person)" in always.stderr
+    context = always.stderr.strip().splitlines()[-1].removeprefix("[context ").removesuffix("]")
+    again = await a2a_send(asking.url, bash("touch always.txt"), "--context", context)
+    assert again.code == 0 and "[ask]" not in again.stderr, again.stderr
+    assert "[allow] bash: touch always.txt (rule context:" in again.stderr
+
+    denied = await a2a_send(asking.url, bash("touch denied.txt"), stdin="n\n")
+    assert denied.code == 0, denied.stderr
+    assert "[deny] bash: touch denied.txt A person denied this tool call." in denied.stderr
+    assert not (asking.workdir / "denied.txt").exists()
+
+
+async def test_end_of_input_cancels_the_waiting_task(asking: ServedAgent) -> None:
+    sent = await a2a_send(asking.url, bash("touch never.txt"), stdin="")
+    assert sent.code == 1
+    assert "no answer (end of input): canceling task" in sent.stderr
+    assert not (asking.workdir / "never.txt").exists()
+
+
+async def test_a_failed_task_exits_1_with_its_sentence(agent: ServedAgent) -> None:
+    sent = await a2a_send(agent.url, "[[error:400]]")
+    assert sent.code == 1
+    [last] = sent.stderr.strip().splitlines()[-1:]
+    assert last.startswith("task failed: ") and "Offline model error 400" in last, sent.stderr
+
+
+async def test_a_key_is_sent_and_its_absence_is_one_clear_line(
+    make_settings: SettingsFactory, offline_model: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, key in KEYS.items():
+        monkeypatch.setenv(name, key)
+    async with serving(make_settings(auto_approve=True, auth=AUTH), offline_model) as served:
+        refused = await a2a_send(served.url, "hello")
+        allowed = await a2a_send(served.url, "hello", "--key-env", "CI_AGENT_KEY")
+        unset = await a2a_send(served.url, "hello", "--key-env", "NO_SUCH_KEY_VARIABLE")
+    assert refused.code == 1
+    assert refused.stderr.strip() == (
+        "Error: the agent refused the call (HTTP 401): give its key with --key or --key-env"
+    )
+    assert allowed.code == 0 and allowed.stdout == "Offline model reply: hello\n", allowed.stderr
+    assert unset.code == 1 and "NO_SUCH_KEY_VARIABLE is not set" in unset.stderr
+
+
+async def test_unreachable_agents_and_invalid_cards_are_one_line_errors() -> None:
+    nobody = f"http://127.0.0.1:{free_port()}"
+    unreachable = await a2a_send(nobody, "hello")
+    assert unreachable.code == 1
+    assert unreachable.stderr.startswith(f"Error: agent unreachable at {nobody}/.well-known/agent-card.json")
+    assert len(unreachable.stderr.strip().splitlines()) == 1
+
+    async def not_json(_: web.Request) -> web.Response:
+        return web.Response(text="not a card")
+
+    async def bad_card(_: web.Request) -> web.Response:
+        return web.json_response({"name": 5, "skills": "none"})
+
+    app = web.Application()
+    app.router.add_get("/.well-known/agent-card.json", not_json)
+    app.router.add_get("/card.json", bad_card)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        text = await a2a_send(f"http://127.0.0.1:{port}", "hello")
+        wrong = await a2a_send(f"http://127.0.0.1:{port}/card.json", "hello")
+        missing = await a2a_send(f"http://127.0.0.1:{port}/elsewhere", "hello")
+    finally:
+        await runner.cleanup()
+    for sent in (text, wrong, missing):
+        assert sent.code == 1 and len(sent.stderr.strip().splitlines()) == 1, sent.stderr
+    assert text.stderr.startswith(f"Error: invalid agent card at http://127.0.0.1:{port}/.well-known/agent-card")
+    assert wrong.stderr.startswith(f"Error: invalid agent card at http://127.0.0.1:{port}/card.json")
+    assert missing.stderr.startswith(f"Error: no agent card at http://127.0.0.1:{port}/elsewhere/.well-known/")
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("http://h:1", ("http://h:1", None)),
+        ("http://h:1/", ("http://h:1", None)),
+        ("https://h/agents/a", ("https://h/agents/a", None)),
+        ("http://h:1/.well-known/agent-card.json", ("http://h:1", "/.well-known/agent-card.json")),
+        ("http://h/agents/a/card.json", ("http://h", "/agents/a/card.json")),
+    ],
+)
+def test_card_location(url: str, expected: tuple[str, str | None]) -> None:
+    assert card_location(url) == expected
+
+
+@pytest.mark.parametrize("url", ["h:1", "ftp://h/x", "127.0.0.1:8000", "http://"])
+def test_card_location_refuses_what_is_not_http(url: str) -> None:
+    with pytest.raises(SendError, match="not an http"):
+        card_location(url)
+
+
+APPROVAL = {
+    "type": "approval_request",
+    "approval": {
+        "id": "apr_1",
+        "tool": {"kind": "execute", "name": "bash", "paths": [], "command": "ls"},
+        "class": "execute",
+        "rule": "default:execute",
+        "reason": "`ls` needs a person's approval.",
+        "options": [{"id": "allow_once"}, {"id": "allow_context"}, {"id": "deny"}],
+    },
+}
+
+
+def paused(*data: dict[str, Any], text: str = "") -> TaskStatus:
+    parts = [new_text_part(text)] if text else []
+    return TaskStatus(
+        state=TaskState.TASK_STATE_INPUT_REQUIRED,
+        message=Message(parts=[*parts, *(new_data_part(d) for d in data)]),
+    )
+
+
+@pytest.mark.parametrize(
+    ("typed", "option"),
+    [("y\n", "allow_once"), ("YES", "allow_once"), ("a", "allow_context"), (" always ", "allow_context"),
+     ("n", "deny"), ("d", "deny"), ("no", "deny"), ("", None), ("maybe", None), ("allow", None)],
+)  # fmt: skip
+def test_a_typed_line_answers_an_approval(typed: str, option: str | None) -> None:
+    request = request_of(paused(APPROVAL))
+    assert request.lines == (
+        "[ask] bash: ls (class execute, rule default:execute)",
+        "  `ls` needs a person's approval.",
+    )
+    parts = reply_parts(request, typed)
+    assert (get_data_parts(parts) if parts else None) == ([{"approval": "apr_1", "option": option}] if option else None)
+
+
+def test_only_offered_options_are_taken() -> None:
+    only_deny = {**APPROVAL, "approval": {**APPROVAL["approval"], "options": [{"id": "deny"}]}}
+    request = request_of(paused(only_deny))
+    assert request.prompt == "n = deny? "
+    assert reply_parts(request, "y") is None
+
+
+def test_questions_and_other_pauses_take_free_text() -> None:
+    question = {"type": "question", "question": {"id": "q1", "text": "Which file?", "options": [{"label": "a.txt"}]}}
+    request = request_of(paused(question))
+    assert request.lines == ("[question] Which file?", "  options: a.txt")
+    assert reply_parts(request, "  ") is None
+    [part] = reply_parts(request, "a.txt\n") or []
+    assert part.text == "a.txt"
+    other = request_of(paused(text="Say more."))
+    assert other.lines == ("[input] Say more.",) and other.approval_id is None
