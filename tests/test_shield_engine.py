@@ -316,3 +316,13 @@ def test_a_command_request_with_its_own_paths_and_url(workspace: Path, request_:
         {"name": "docs", "decision": "allow", "class": "network", "hosts": ["docs.python.org"]},
     )
     assert Shield(agent, workspace).decide(request_).outcome == outcome
+
+
+@pytest.mark.parametrize("kind", ["read", "edit", "write", "delete", "move"])
+def test_a_file_tool_naming_no_file_is_never_allowed_as_inside(kind: str, tmp_path: Path) -> None:
+    """Some ACP agents ask before they know the file: an allow rule for the workspace must not cover that."""
+    rules = config({"name": "inside-ok", "decision": "allow", "workspace": "inside"}, read="allow", write="allow")
+    decision = Shield(rules, tmp_path).decide(Permission("per_9", kind, kind))
+    assert decision.outcome == "ask", "an unknown file is never allowed by a workspace rule"
+    named = Shield(rules, tmp_path).decide(Permission("per_9", kind, kind, paths=(str(tmp_path / "a.txt"),)))
+    assert named.outcome == "allow"

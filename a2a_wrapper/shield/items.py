@@ -16,6 +16,8 @@ from a2a_wrapper.shield.hosts import BadUrl, url_host
 from a2a_wrapper.shield.paths import Workspace, argument_text
 from a2a_wrapper.shield.shell import Unparseable, Word
 
+_FILE_KINDS = frozenset({"read", "edit", "write", "delete", "move"})  # tools that act on a named file
+
 _REDIRECT_CLASSES: dict[str, Class] = {
     "<": "read",
     "<&": "read",
@@ -100,7 +102,10 @@ def _target(request: Permission, cls: Class, workspace: Workspace) -> Item:
             problem = f"the URL {exc}"
     label = request.url or ", ".join(request.paths) or request.tool
     placed = tuple(path for path in paths if path is not None)
-    return Item(label, cls, request.tool, paths=placed, unplaced=None in paths, host=host, problem=problem)
+    # A file tool that names no file (some ACP agents ask before they know it): its target is unknown, so no
+    # rule can place it inside the workspace.
+    unplaced = None in paths or (request.kind in _FILE_KINDS and not request.paths)
+    return Item(label, cls, request.tool, paths=placed, unplaced=unplaced, host=host, problem=problem)
 
 
 def _command_items(command: str, tool: str, workspace: Workspace) -> list[Item]:
