@@ -15,6 +15,7 @@ from a2a_wrapper.errors import BackendUnavailable
 log = logging.getLogger(__name__)
 
 _PR_SET_PDEATHSIG = 1
+_LINE_LIMIT = 16 * 1024 * 1024  # with stdio, one protocol message per line: files and diffs make long lines
 
 
 def _die_with_parent() -> None:
@@ -24,10 +25,23 @@ def _die_with_parent() -> None:
 
 
 class ChildProcess:
-    """Spawns `argv` in a new session; `wait_ready` returns the first match of the ready pattern."""
+    """Spawns `argv` in a new session; `wait_ready` returns the first match of the ready pattern.
 
-    def __init__(self, name: str, argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> None:
+    With `stdio=True` its stdin and stdout are pipes for a protocol (`stdin`, `stdout`); stderr is logged.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        cwd: Path,
+        output_level: int = logging.DEBUG,
+        stdio: bool = False,
+    ) -> None:
         self.name = name
+        self._stdio = stdio
+        self._output_level = output_level  # the fleet shows its agents' output; a backend's is chatter
         self._argv = list(argv)
         self._env = dict(env)
         self._cwd = cwd
@@ -42,21 +56,33 @@ class ChildProcess:
         return self._process.pid if self._process else None
 
     @property
+    def stdin(self) -> asyncio.StreamWriter:
+        assert self._stdio and self._process is not None and self._process.stdin is not None, "start() first"
+        return self._process.stdin
+
+    @property
+    def stdout(self) -> asyncio.StreamReader:
+        assert self._stdio and self._process is not None and self._process.stdout is not None, "start() first"
+        return self._process.stdout
+
+    @property
     def running(self) -> bool:
         return self._process is not None and self._process.returncode is None
 
-    async def start(self, ready_pattern: str) -> None:
-        self._ready_pattern = re.compile(ready_pattern)
-        self._ready = asyncio.get_running_loop().create_future()
+    async def start(self, ready_pattern: str | None = None) -> None:
+        if ready_pattern is not None:
+            self._ready_pattern = re.compile(ready_pattern)
+            self._ready = asyncio.get_running_loop().create_future()
         self._process = await asyncio.create_subprocess_exec(
             *self._argv,
             cwd=self._cwd,
             env=self._env,
-            stdin=asyncio.subprocess.DEVNULL,
+            stdin=asyncio.subprocess.PIPE if self._stdio else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
+            stderr=asyncio.subprocess.PIPE if self._stdio else asyncio.subprocess.STDOUT,
             start_new_session=True,
             preexec_fn=_die_with_parent,
+            limit=_LINE_LIMIT,
         )
         log.info("[%s] started %s (pid %s)", self.name, Path(self._argv[0]).name, self._process.pid)
         self._pump = asyncio.create_task(self._read_output(), name=f"{self.name}-output")
@@ -79,11 +105,13 @@ class ChildProcess:
         return await self._process.wait()
 
     async def _read_output(self) -> None:
-        assert self._process is not None and self._process.stdout is not None
-        async for raw in self._process.stdout:
+        assert self._process is not None
+        output = self._process.stderr if self._stdio else self._process.stdout
+        assert output is not None
+        async for raw in output:
             line = raw.decode(errors="replace").rstrip()
             self._tail = [*self._tail[-19:], line]
-            log.debug("[%s] %s", self.name, line)
+            log.log(self._output_level, "[%s] %s", self.name, line)
             if self._ready is not None and not self._ready.done() and self._ready_pattern:
                 match = self._ready_pattern.search(line)
                 if match:

@@ -1,0 +1,175 @@
+"""The generic ACP backend: any Agent Client Protocol agent, spawned and spoken to over stdio.
+
+One agent process serves every context; each context is an ACP session (`session/new` with the
+workspace as cwd and the configured MCP servers, or `session/load` of the one a previous run made).
+A process that dies is started again with backoff; the turn it was running fails with a sentence,
+and each session is loaded again (or recreated) by the next turn that needs it.
+
+ACP has no system message: a configured system prompt is put before the first prompt of each new
+session, and `system_prompt_mode: replace` is refused.
+"""
+
+import asyncio
+import itertools
+import logging
+import os
+from typing import Any
+
+from acp import RequestError
+
+from a2a_wrapper.backends.acp.connection import AgentConnection, agent_env
+from a2a_wrapper.backends.acp.turn import AcpTurn
+from a2a_wrapper.backends.base import Prompt, Session
+from a2a_wrapper.config import AcpBackend as AcpSettings
+from a2a_wrapper.config import AgentSettings
+from a2a_wrapper.errors import BackendUnavailable, ConfigError, SessionGone, WrapperError
+
+log = logging.getLogger(__name__)
+
+_RESTART_BACKOFF = (0.5, 1.0, 2.0, 5.0, 10.0)
+
+
+class AcpBackend:
+    kind = "acp"
+
+    def __init__(self, settings: AgentSettings) -> None:
+        assert settings.state_dir is not None
+        assert isinstance(settings.backend, AcpSettings)
+        if settings.backend.system_prompt_mode == "replace" and settings.backend.system_prompt:
+            raise ConfigError(
+                "backend.system_prompt_mode: 'replace' is not possible with an ACP agent (ACP has no system "
+                "message); use 'append', which puts backend.system_prompt before each new session's first prompt"
+            )
+        self.settings = settings.backend
+        self._name = f"{settings.card.name}/acp"
+        self._state_dir = settings.state_dir
+        self._agent: AgentConnection | None = None
+        self._supervisor: asyncio.Task[None] | None = None
+        self._ready = False
+        self._stopping = False
+        self._loaded: set[str] = set()  # sessions the running agent process has open
+        self._fresh: set[str] = set()  # new sessions not prompted yet: the system prompt goes first
+        self._spare: str | None = None  # the session made at start to check the agent signs in
+        self.restarts = 0
+
+    # lifecycle
+
+    async def start(self) -> None:
+        """Spawns the agent, checks it answers `initialize` and lets us open a session (auth)."""
+        self.settings.workdir.mkdir(parents=True, exist_ok=True)
+        await self._spawn()
+        assert self._agent is not None
+        self._spare = await self._agent.new_session()
+        self._loaded.add(self._spare)
+        self._supervisor = asyncio.create_task(self._supervise(), name=f"{self._name}-supervisor")
+
+    async def _spawn(self) -> None:
+        env = agent_env(self.settings, self._state_dir, dict(os.environ))
+        agent = AgentConnection(self._name, self.settings, env)
+        self._agent = agent
+        try:
+            await agent.open()
+        except BaseException:
+            await agent.close()
+            raise
+        self._loaded.clear()
+        self._ready = True
+
+    async def stop(self) -> None:
+        self._stopping = True
+        if self._supervisor is not None:
+            self._supervisor.cancel()
+            try:
+                await self._supervisor
+            except asyncio.CancelledError:
+                pass
+        if self._agent is not None:
+            await self._agent.close()
+        self._ready = False
+
+    async def _supervise(self) -> None:
+        """A dead agent fails its running turn (its connection closes) and is started again, with backoff."""
+        while True:
+            assert self._agent is not None
+            code = await self._agent.child.wait()
+            if self._stopping:
+                return
+            self._ready = False
+            log.warning("[%s] agent (pid %s) exited with code %s; restarting", self._name, self._agent.child.pid, code)
+            await self._agent.close()
+            for attempt in itertools.count():
+                await asyncio.sleep(_RESTART_BACKOFF[min(attempt, len(_RESTART_BACKOFF) - 1)])
+                try:
+                    await self._spawn()
+                    break
+                except WrapperError:
+                    log.exception("[%s] agent restart failed", self._name)
+            self.restarts += 1
+
+    async def health(self) -> dict[str, Any]:
+        agent = self._agent
+        status: dict[str, Any] = {"kind": self.kind, "restarts": self.restarts}
+        if agent is None:
+            return {**status, "healthy": False, "error": "the ACP agent is not started"}
+        status.update(pid=agent.child.pid, agent=agent.agent_name)
+        if not (self._ready and agent.child.running):
+            return {**status, "healthy": False, "error": "the ACP agent is not running; it is being restarted"}
+        return {**status, "healthy": True}
+
+    @property
+    def agent_name(self) -> str:
+        return self._agent.agent_name if self._agent is not None else "the ACP agent"
+
+    @property
+    def agent(self) -> AgentConnection:
+        if self._agent is None or not self._ready:
+            raise BackendUnavailable("the ACP agent is not running; it is being restarted")
+        return self._agent
+
+    # sessions
+
+    async def open_session(self, context_key: str, resume: str | None = None) -> Session:
+        if resume is not None:
+            try:
+                await self.ensure_loaded(resume)
+                return Session(resume, created=False)
+            except SessionGone as exc:
+                log.info("[%s] %s; creating a new session for context %s", self._name, exc, context_key)
+        session_id, self._spare = self._spare, None
+        if session_id is None:
+            session_id = await self.agent.new_session()
+            self._loaded.add(session_id)
+        self._fresh.add(session_id)
+        return Session(session_id, created=True)
+
+    async def ensure_loaded(self, session_id: str) -> None:
+        """The running agent process has this session open: loaded now if it was not (SessionGone if it cannot)."""
+        if session_id in self._loaded:
+            return
+        agent = self.agent
+        if not agent.can_load:
+            raise SessionGone(f"{agent.agent_name} cannot load session {session_id} (no loadSession capability)")
+        try:
+            await agent.load_session(session_id)
+        except (RequestError, ConnectionError) as exc:
+            raise SessionGone(f"{agent.agent_name} could not load session {session_id}: {exc}") from exc
+        self._loaded.add(session_id)
+
+    async def close_session(self, session_id: str) -> None:
+        """Forgotten here; the agent keeps its own record (ACP's session/close is optional and unstable)."""
+        self._loaded.discard(session_id)
+        self._fresh.discard(session_id)
+
+    async def reject_pending(self, session_ids: set[str], reason: str) -> int:
+        """Nothing to reject: an ACP permission request lives on its connection, which died with the last run."""
+        return 0
+
+    def take_first_prompt(self, session_id: str) -> str | None:
+        """The system prompt, once per new session (ACP has no system message)."""
+        if session_id not in self._fresh:
+            return None
+        self._fresh.discard(session_id)
+        return self.settings.system_prompt or None
+
+    def turn(self, session: Session, prompt: Prompt) -> AcpTurn:
+        return AcpTurn(self, session, prompt)

@@ -1,0 +1,109 @@
+"""The wrapper's side of ACP: the callbacks an agent calls, routed to the turn running in that session.
+
+The client declares no `fs` and no `terminal` capability and implements none of their methods, so every
+`fs/*` and `terminal/*` request is answered "method not found". The agents run their own tools and ask
+first through `session/request_permission`, which the shield already decides; offering fs/terminal would
+route every read, write and command through us as well, and each would need the shield's decision and a
+workspace check of its own.
+
+A permission request becomes a `Permission` event of the running turn; the callback then waits for the
+executor's `turn.reply`. A request with no turn to ask (none running in its session) is refused.
+"""
+
+import asyncio
+import itertools
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from acp.schema import (
+    AllowedOutcome,
+    DeniedOutcome,
+    PermissionOption,
+    RequestPermissionResponse,
+    ToolCallUpdate,
+)
+
+from a2a_wrapper.backends.acp.translate import ToolCache, Verdict, chosen_option, permission, translate, usage_cost
+from a2a_wrapper.events import StreamEvent
+
+log = logging.getLogger(__name__)
+
+PROMPT_ENDED = object()  # put on a channel's queue when the prompt request has its answer
+
+
+@dataclass(eq=False)
+class Channel:
+    """What one running turn receives: events in order, and the permission requests waiting on it."""
+
+    queue: asyncio.Queue[StreamEvent | object] = field(default_factory=asyncio.Queue)
+    tools: ToolCache = field(default_factory=ToolCache)
+    waiting: dict[str, asyncio.Future[Verdict]] = field(default_factory=dict)
+    cost: float = 0.0
+
+    def settle(self, permission_id: str, verdict: Verdict) -> bool:
+        future = self.waiting.get(permission_id)
+        if future is None or future.done():
+            return False
+        future.set_result(verdict)
+        return True
+
+    def cancel_waiting(self) -> None:
+        for permission_id in list(self.waiting):
+            self.settle(permission_id, "cancelled")
+
+
+class WrapperClient:
+    """Implements acp's Client protocol for one agent connection."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._channels: dict[str, Channel] = {}  # session id -> the running turn's channel
+        self._ids = itertools.count(1)
+
+    def open(self, session_id: str) -> Channel:
+        channel = Channel()
+        self._channels[session_id] = channel
+        return channel
+
+    def close(self, session_id: str, channel: Channel) -> None:
+        channel.cancel_waiting()
+        if self._channels.get(session_id) is channel:
+            del self._channels[session_id]
+
+    async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
+        channel = self._channels.get(session_id)
+        if channel is None:
+            return  # no turn running: a replay of history on session/load, or a late update
+        cost = usage_cost(update)
+        if cost is not None:
+            channel.cost = cost
+        for event in translate(update, channel.tools):
+            channel.queue.put_nowait(event)
+
+    async def request_permission(
+        self, session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption], **_: Any
+    ) -> RequestPermissionResponse:
+        channel = self._channels.get(session_id)
+        if channel is None:
+            log.warning("[%s] permission request in session %s with no turn running: refused", self._name, session_id)
+            return _response(options, "deny")
+        permission_id = f"acp-{next(self._ids)}"
+        future: asyncio.Future[Verdict] = asyncio.get_running_loop().create_future()
+        channel.waiting[permission_id] = future
+        channel.queue.put_nowait(permission(permission_id, channel.tools.merged(tool_call), options))
+        try:
+            verdict = await future
+        finally:
+            channel.waiting.pop(permission_id, None)
+        return _response(options, verdict)
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        log.debug("[%s] ignored extension notification %s", self._name, method)
+
+
+def _response(options: list[PermissionOption], verdict: Verdict) -> RequestPermissionResponse:
+    option_id = chosen_option(options, verdict) if verdict != "cancelled" else None
+    if option_id is None:
+        return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+    return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=option_id))

@@ -1,0 +1,177 @@
+"""One ACP agent process and the connection to it: spawned in its own folders, initialized, closed.
+
+The agent gets a small environment: a few variables of the wrapper's (PATH, locale, time zone,
+certificates), HOME, XDG folders and TMPDIR of its own under `<state_dir>/acp`, then `backend.env`.
+"""
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any, cast
+
+from acp import PROTOCOL_VERSION, Client, RequestError
+from acp.client.connection import ClientSideConnection
+from acp.schema import (
+    AcpMcpServer,
+    ClientCapabilities,
+    EnvVariable,
+    FileSystemCapabilities,
+    HttpHeader,
+    HttpMcpServer,
+    Implementation,
+    InitializeResponse,
+    McpServerStdio,
+    PromptCapabilities,
+    SseMcpServer,
+)
+
+from a2a_wrapper import __version__, mcp
+from a2a_wrapper.backends.acp.client import WrapperClient
+from a2a_wrapper.config import AcpBackend as AcpSettings
+from a2a_wrapper.errors import BackendUnavailable, Unauthorized
+from a2a_wrapper.process import ChildProcess
+
+log = logging.getLogger(__name__)
+
+PASSED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "SSL_CERT_FILE")
+_FOLDERS = {
+    "HOME": "home",
+    "XDG_CONFIG_HOME": "config",
+    "XDG_DATA_HOME": "data",
+    "XDG_CACHE_HOME": "cache",
+    "XDG_STATE_HOME": "state",
+    "TMPDIR": "tmp",
+}
+_AUTH_REQUIRED = -32000
+
+
+def agent_home(state_dir: Path) -> Path:
+    """Where the agent's HOME, XDG folders and TMPDIR live (`home`, `config`, `data`, `cache`, `state`, `tmp`)."""
+    return state_dir / "acp"
+
+
+def agent_env(settings: AcpSettings, state_dir: Path, wrapper_env: dict[str, str]) -> dict[str, str]:
+    home = agent_home(state_dir)
+    folders = {name: home / folder for name, folder in _FOLDERS.items()}
+    for folder in folders.values():
+        folder.mkdir(parents=True, exist_ok=True)
+    passed = {key: value for key, value in wrapper_env.items() if key in PASSED_ENV}
+    return {**passed, **{name: str(folder) for name, folder in folders.items()}, **settings.env}
+
+
+def mcp_servers(settings: AcpSettings) -> list[HttpMcpServer | SseMcpServer | AcpMcpServer | McpServerStdio]:
+    servers: list[HttpMcpServer | SseMcpServer | AcpMcpServer | McpServerStdio] = []
+    for server in mcp.for_acp(settings.mcp_servers):
+        if server.get("type") == "http":
+            headers = [HttpHeader(**header) for header in server["headers"]]
+            servers.append(HttpMcpServer(type="http", name=server["name"], url=server["url"], headers=headers))
+        else:
+            env = [EnvVariable(**variable) for variable in server["env"]]
+            servers.append(McpServerStdio(name=server["name"], command=server["command"], args=server["args"], env=env))
+    return servers
+
+
+class AgentConnection:
+    """The agent process, its JSON-RPC connection and what it said in `initialize`."""
+
+    def __init__(self, name: str, settings: AcpSettings, env: dict[str, str]) -> None:
+        self.client = WrapperClient(name)
+        self.child = ChildProcess(name, settings.command, env, settings.workdir, stdio=True)
+        self._settings = settings
+        self._conn: ClientSideConnection | None = None
+        self.info: InitializeResponse | None = None
+
+    @property
+    def conn(self) -> ClientSideConnection:
+        if self._conn is None:
+            raise BackendUnavailable("the ACP agent is not connected")
+        return self._conn
+
+    @property
+    def agent_name(self) -> str:
+        agent = self.info.agent_info if self.info else None
+        return f"{agent.name} {agent.version}" if agent else "the ACP agent"
+
+    @property
+    def prompt_capabilities(self) -> PromptCapabilities:
+        capabilities = self.info.agent_capabilities if self.info else None
+        return (capabilities.prompt_capabilities if capabilities else None) or PromptCapabilities()
+
+    @property
+    def can_load(self) -> bool:
+        return bool(self.info and self.info.agent_capabilities and self.info.agent_capabilities.load_session)
+
+    async def open(self) -> None:
+        """Spawn the agent and `initialize` it (protocol 1), within `startup_timeout`."""
+        try:
+            await self.child.start()
+        except OSError as exc:
+            raise BackendUnavailable(f"cannot start the ACP agent {self._settings.command[0]!r}: {exc}") from exc
+        # the client implements updates and permission requests only: fs/* and terminal/* are refused
+        self._conn = ClientSideConnection(cast(Client, self.client), self.child.stdin, self.child.stdout)
+        capabilities = ClientCapabilities(
+            fs=FileSystemCapabilities(read_text_file=False, write_text_file=False), terminal=False
+        )
+        try:
+            async with asyncio.timeout(self._settings.startup_timeout):
+                self.info = await self._conn.initialize(
+                    protocol_version=PROTOCOL_VERSION,
+                    client_capabilities=capabilities,
+                    client_info=Implementation(name="a2a-wrap", version=__version__),
+                )
+        except TimeoutError:
+            raise BackendUnavailable(self._failed(f"did not answer initialize within {self._timeout}")) from None
+        except (ConnectionError, RequestError) as exc:
+            raise BackendUnavailable(self._failed(f"failed initialize ({exc})")) from exc
+        if self.info.protocol_version != PROTOCOL_VERSION:
+            raise BackendUnavailable(
+                f"{self.agent_name} speaks ACP protocol {self.info.protocol_version}; "
+                f"the wrapper speaks {PROTOCOL_VERSION}"
+            )
+        log.info("[%s] %s initialized (pid %s)", self.child.name, self.agent_name, self.child.pid)
+
+    async def new_session(self) -> str:
+        try:
+            created = await self.conn.new_session(
+                cwd=str(self._settings.workdir), mcp_servers=mcp_servers(self._settings)
+            )
+        except RequestError as exc:
+            raise self._refused("session/new", exc) from exc
+        except ConnectionError as exc:
+            raise BackendUnavailable(f"{self.agent_name} is not running ({exc})") from exc
+        return created.session_id
+
+    async def load_session(self, session_id: str) -> None:
+        """Raises RequestError or ConnectionError when the agent cannot load it."""
+        await self.conn.load_session(
+            cwd=str(self._settings.workdir), session_id=session_id, mcp_servers=mcp_servers(self._settings)
+        )
+
+    async def close(self) -> None:
+        """Stops the process group (bounded), then the connection: requests still waiting fail."""
+        await self.child.stop()
+        if self._conn is not None:
+            await self._conn.close()
+
+    def _refused(self, method: str, exc: RequestError) -> Exception:
+        if exc.code == _AUTH_REQUIRED or "auth" in str(exc).lower():
+            methods = "; ".join(_describe(m) for m in (self.info.auth_methods if self.info else None) or ()) or "none"
+            return Unauthorized(
+                f"{self.agent_name} refused {method}: {exc}. It offers these ways to sign in: {methods}. "
+                "Sign it in, or give it credentials through backend.env."
+            )
+        return BackendUnavailable(f"{self.agent_name} refused {method}: {exc} (code {exc.code})")
+
+    @property
+    def _timeout(self) -> str:
+        return f"{self._settings.startup_timeout:g} s"
+
+    def _failed(self, what: str) -> str:
+        return f"the ACP agent {' '.join(self._settings.command)} {what}; its last output: {self.child.last_output()}"
+
+
+def _describe(method: Any) -> str:
+    described = f"{method.id}"
+    if getattr(method, "description", None):
+        described += f" ({method.description})"
+    return described

@@ -1,0 +1,52 @@
+"""`backend:` sections that run real ACP agents (`opencode acp`, `copilot --acp`) on the offline model."""
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from a2a_wrapper.backends.acp.connection import agent_home
+from a2a_wrapper.backends.opencode import launch
+from a2a_wrapper.config import ModelProvider, OpenCodeBackend
+from a2a_wrapper.installer import find_binary
+from a2a_wrapper.offline_model import MODEL_ID, SMALL_MODEL_ID, OfflineModel
+
+# Copilot unpacks ~235 MB into $XDG_CACHE_HOME on its first run: one cache for all tests, apart from the user's.
+COPILOT_TEST_CACHE = Path(tempfile.gettempdir()) / "a2a-wrapper-tests" / "copilot-cache"
+
+
+def acp_opencode_backend(offline_model: OfflineModel, workdir: Path, state_dir: Path) -> dict[str, Any]:
+    """`opencode acp` with the provider config of `opencode serve`, offline, every tool call asked."""
+    provider = ModelProvider(id="offline", base_url=offline_model.base_url, models=[MODEL_ID, SMALL_MODEL_ID])
+    config = launch.opencode_config(OpenCodeBackend(model=f"offline/{MODEL_ID}", provider=provider))
+    launch._seed_plugin_dir(agent_home(state_dir) / "config" / "opencode")  # no background npm install
+    return {
+        "kind": "acp",
+        "command": [str(find_binary("opencode")), "acp"],
+        "workdir": workdir,
+        "env": {
+            **launch._OFFLINE_ENV,
+            "OPENCODE_CONFIG_CONTENT": json.dumps(config),
+            "OPENCODE_PERMISSION": json.dumps(launch.ASK_EVERYTHING),
+        },
+    }
+
+
+def acp_copilot_backend(offline_model: OfflineModel, workdir: Path, state_dir: Path) -> dict[str, Any]:
+    """`copilot --acp` with the offline model as its own provider (BYOK through the environment)."""
+    return {
+        "kind": "acp",
+        "command": [str(find_binary("copilot")), "--acp"],
+        "workdir": workdir,
+        "env": {
+            "COPILOT_OFFLINE": "true",
+            "COPILOT_PROVIDER_BASE_URL": offline_model.base_url,
+            "COPILOT_MODEL": MODEL_ID,
+            "COPILOT_PROVIDER_API_KEY": "x",
+            "COPILOT_HOME": str(agent_home(state_dir) / "copilot"),
+            "XDG_CACHE_HOME": str(COPILOT_TEST_CACHE),
+        },
+    }
+
+
+ACP_BACKENDS = {"opencode": acp_opencode_backend, "copilot": acp_copilot_backend}
