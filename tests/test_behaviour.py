@@ -1,7 +1,7 @@
 """One behaviour suite for every backend: the same A2A conversation against each real agent on the offline model.
 
-A behaviour a backend cannot do is an expected failure with its reason written beside it (`CANNOT`), never a
-silent skip: the test still runs, and passes as xfail only while the reason holds (strict).
+A behaviour a backend cannot do is an expected failure with its reason written beside it (`cannot`), never a
+silent skip: the test still runs, and counts as xfail only while it fails (strict: an unexpected pass is an error).
 """
 
 import asyncio
@@ -77,11 +77,25 @@ class BackendUnderTest:
     cannot: dict[str, str] = field(default_factory=dict)  # behaviour -> why this backend cannot do it
 
 
+NO_ACP_QUESTION = "ACP has no request for a question to the user; the agent cannot ask one over ACP"
+NO_ACP_REASON = "ACP's reject_once option carries no message: the agent's model never sees the shield's sentence"
+
 BACKENDS = [
     BackendUnderTest("opencode", opencode_section),
     BackendUnderTest("copilot", copilot_section),
-    BackendUnderTest("acp-opencode", acp_opencode_section),
-    BackendUnderTest("acp-copilot", acp_copilot_section),
+    BackendUnderTest(
+        "acp-opencode", acp_opencode_section, {"question": NO_ACP_QUESTION, "deny-reason": NO_ACP_REASON}
+    ),
+    BackendUnderTest(
+        "acp-copilot",
+        acp_copilot_section,
+        {
+            "question": NO_ACP_QUESTION,
+            "deny-reason": NO_ACP_REASON,
+            "error": "copilot --acp ends a turn whose model call failed with end_turn and the error as answer text, "
+            "so the task completes with that text instead of failing",
+        },
+    ),
 ]
 
 
@@ -90,17 +104,17 @@ def backend(request: pytest.FixtureRequest) -> BackendUnderTest:
     return request.param  # type: ignore[no-any-return]
 
 
-def expect(backend: BackendUnderTest, behaviour: str) -> None:
-    """Marks the running test an expected failure when this backend cannot do the behaviour."""
-    if behaviour in backend.cannot:
-        pytest.xfail(backend.cannot[behaviour])  # type: ignore[unreachable]
-
-
 @dataclass
 class Harness:
     backend: BackendUnderTest
     model: OfflineModel
     tmp_path: Path
+    node: pytest.Item
+
+    def expect(self, behaviour: str) -> None:
+        """This backend cannot do the behaviour: the test still runs, and must fail (strict xfail, reason shown)."""
+        if behaviour in self.backend.cannot:
+            self.node.add_marker(pytest.mark.xfail(reason=self.backend.cannot[behaviour], strict=True))
 
     def settings(self, **fields: Any) -> AgentSettings:
         state = self.tmp_path / "state"
@@ -119,8 +133,10 @@ class Harness:
 
 
 @pytest.fixture
-def harness(backend: BackendUnderTest, offline_model: OfflineModel, tmp_path: Path) -> Harness:
-    return Harness(backend, offline_model, tmp_path)
+def harness(
+    backend: BackendUnderTest, offline_model: OfflineModel, tmp_path: Path, request: pytest.FixtureRequest
+) -> Harness:
+    return Harness(backend, offline_model, tmp_path, request.node)  # type: ignore[arg-type]
 
 
 def bash(command: str, context_id: str | None = None) -> dict[str, Any]:
@@ -133,7 +149,7 @@ def answer(task: dict[str, Any], text: str) -> dict[str, Any]:
 
 
 async def test_streamed_answer_assembles_exactly(harness: Harness, http: httpx.AsyncClient) -> None:
-    expect(harness.backend, "stream")
+    harness.expect("stream")
     async with harness.serving(auto_approve=True) as served:
         events = await stream(http, served.jsonrpc, {"message": user_message("[[long:60]]")})
         assert final_state(events) == "TASK_STATE_COMPLETED"
@@ -146,7 +162,7 @@ async def test_streamed_answer_assembles_exactly(harness: Harness, http: httpx.A
 
 
 async def test_one_context_remembers_and_another_does_not(harness: Harness, http: httpx.AsyncClient) -> None:
-    expect(harness.backend, "memory")
+    harness.expect("memory")
     async with harness.serving(auto_approve=True) as served:
         first = await send(http, served.jsonrpc, "remember this")
         assert task_answer(first) == "Offline model reply: remember this"
@@ -157,7 +173,7 @@ async def test_one_context_remembers_and_another_does_not(harness: Harness, http
 
 
 async def test_an_allowed_tool_call_runs(harness: Harness, http: httpx.AsyncClient) -> None:
-    expect(harness.backend, "allow")
+    harness.expect("allow")
     async with harness.serving(auto_approve=True) as served:
         events = await stream(http, served.jsonrpc, bash("echo allowed > allowed.txt"))
         assert final_state(events) == "TASK_STATE_COMPLETED"
@@ -168,7 +184,7 @@ async def test_an_allowed_tool_call_runs(harness: Harness, http: httpx.AsyncClie
 
 
 async def test_a_denied_tool_call_does_not_run(harness: Harness, http: httpx.AsyncClient) -> None:
-    expect(harness.backend, "deny")
+    harness.expect("deny")
     async with harness.serving(auto_approve=False) as served:
         events = await stream(http, served.jsonrpc, bash("echo denied > denied.txt"))
         assert final_state(events) == "TASK_STATE_COMPLETED"
@@ -178,14 +194,14 @@ async def test_a_denied_tool_call_does_not_run(harness: Harness, http: httpx.Asy
 
 
 async def test_the_model_sees_why_a_call_was_denied(harness: Harness, http: httpx.AsyncClient) -> None:
-    expect(harness.backend, "deny-reason")
+    harness.expect("deny-reason")
     async with harness.serving(auto_approve=False) as served:
         events = await stream(http, served.jsonrpc, bash("echo denied > denied.txt"))
         assert "autoApprove is off" in answer_text(events), "the model's next reply quotes the tool result"
 
 
 async def test_a_call_asked_of_a_person_runs_after_yes(harness: Harness, http: httpx.AsyncClient) -> None:
-    expect(harness.backend, "ask")
+    harness.expect("ask")
     async with harness.serving(shield=ShieldConfig()) as served:  # commands: ask by default
         asked = await stream(http, served.jsonrpc, bash("echo approved > approved.txt"))
         assert final_state(asked) == "TASK_STATE_INPUT_REQUIRED"
@@ -198,7 +214,7 @@ async def test_a_call_asked_of_a_person_runs_after_yes(harness: Harness, http: h
 
 
 async def test_a_question_is_answered_by_the_next_message(harness: Harness, http: httpx.AsyncClient) -> None:
-    expect(harness.backend, "question")
+    harness.expect("question")
     color = {"question": "Which color?", "header": "Color", "options": [{"label": "Red", "description": ""}]}
     asked = json.dumps({"questions": [color]})
     async with harness.serving(auto_approve=True) as served:
@@ -213,7 +229,7 @@ async def test_a_question_is_answered_by_the_next_message(harness: Harness, http
 
 
 async def test_cancel_stops_the_turn_and_the_context_goes_on(harness: Harness, http: httpx.AsyncClient) -> None:
-    expect(harness.backend, "cancel")
+    harness.expect("cancel")
     async with harness.serving(auto_approve=True) as served:
         body = {
             "jsonrpc": "2.0",
@@ -242,7 +258,7 @@ async def test_cancel_stops_the_turn_and_the_context_goes_on(harness: Harness, h
 
 
 async def test_a_turn_past_its_limit_fails_with_a_sentence(harness: Harness, http: httpx.AsyncClient) -> None:
-    expect(harness.backend, "timeout")
+    harness.expect("timeout")
     async with harness.serving(auto_approve=True, timeouts={"turn": 3}) as served:
         events = await stream(http, served.jsonrpc, {"message": user_message("too slow [[slow:30]]")})
         final = events[-1]["statusUpdate"]["status"]
@@ -255,7 +271,7 @@ async def test_a_turn_past_its_limit_fails_with_a_sentence(harness: Harness, htt
 
 
 async def test_a_backend_error_fails_the_task_with_its_sentence(harness: Harness, http: httpx.AsyncClient) -> None:
-    expect(harness.backend, "error")
+    harness.expect("error")
     async with harness.serving(auto_approve=True) as served:
         async with asyncio.timeout(90):
             events = await stream(http, served.jsonrpc, {"message": user_message("[[error:400]]")})
@@ -267,7 +283,7 @@ async def test_a_backend_error_fails_the_task_with_its_sentence(harness: Harness
 async def test_a_backend_killed_mid_turn_fails_the_task_and_comes_back(
     harness: Harness, http: httpx.AsyncClient
 ) -> None:
-    expect(harness.backend, "killed")
+    harness.expect("killed")
     async with harness.serving(auto_approve=True) as served:
         first = await send(http, served.jsonrpc, "warm up")
         pid = (await served.agent.backend.health())["pid"]
@@ -293,7 +309,7 @@ async def test_a_backend_killed_mid_turn_fails_the_task_and_comes_back(
 
 
 async def test_a_context_resumes_after_a_wrapper_restart(harness: Harness, http: httpx.AsyncClient) -> None:
-    expect(harness.backend, "resume")
+    harness.expect("resume")
     settings = harness.settings(auto_approve=True)
     async with serving(settings, harness.model) as served:
         first = await send(http, served.jsonrpc, f"before restart {uuid.uuid4().hex[:6]}")

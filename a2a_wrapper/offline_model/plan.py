@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -83,8 +84,11 @@ def error_message(status: int) -> str:
     return f"Offline model error {status} (requested by the prompt)"
 
 
-def plan_reply(messages: Sequence[Message]) -> ReplyPlan:
-    """Decide the reply from the directives in the last user message and the tool results after it."""
+def plan_reply(messages: Sequence[Message], tools: Sequence[object] | None = None) -> ReplyPlan:
+    """Decide the reply from the directives in the last user message and the tool results after it.
+
+    `tools` (the request's): a question goes to Copilot's `ask_user` when that is offered and `question` is not.
+    """
     last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
     found = parse_directives(message_text(messages[last_user]) if last_user >= 0 else "")
     reasoning = split_words(found.think)
@@ -92,13 +96,28 @@ def plan_reply(messages: Sequence[Message]) -> ReplyPlan:
         return ReplyPlan(duration=found.slow, error_status=found.error, error_message=error_message(found.error))
     results = sum(1 for m in messages[last_user + 1 :] if m.get("role") == "tool")
     if results < len(found.tools):
-        return ReplyPlan(reasoning=reasoning, tool_calls=(found.tools[results],), duration=found.slow)
+        call = for_offered_tools(found.tools[results], tools)
+        return ReplyPlan(reasoning=reasoning, tool_calls=(call,), duration=found.slow)
     if messages and messages[-1].get("role") == "tool":
         text = _tool_result_reply(messages)
     else:
         text = _answer(found, messages)
     per_delta = 1 if found.long is not None else WORDS_PER_DELTA
     return ReplyPlan(content=split_words(text, per_delta), reasoning=reasoning, duration=found.slow)
+
+
+def for_offered_tools(call: ToolCall, tools: Sequence[object] | None) -> ToolCall:
+    """A `question` call as Copilot's `ask_user` (first question, option labels as choices) if only that is offered."""
+    offered = {str((tool.get("function") or {}).get("name")) for tool in tools or () if isinstance(tool, Mapping)}
+    if call.name != "question" or "question" in offered or "ask_user" not in offered:
+        return call
+    questions = json.loads(call.arguments).get("questions")
+    first = questions[0] if isinstance(questions, list) and questions and isinstance(questions[0], Mapping) else {}
+    choices = [str(o.get("label", "")) for o in first.get("options") or () if isinstance(o, Mapping)]
+    arguments: dict[str, Any] = {"question": str(first.get("question", "")), "allow_freeform": True}
+    if choices:
+        arguments["choices"] = choices
+    return ToolCall("ask_user", json.dumps(arguments))
 
 
 def _answer(found: Directives, messages: Sequence[Message]) -> str:

@@ -71,7 +71,7 @@ def _choose_plan(control: ControlState, chat: ChatRequest, title: bool) -> Reply
     if title:
         return TITLE_PLAN
     step = control.next_step()
-    return plan_step(step) if step else plan_reply(chat.messages)
+    return plan_step(step) if step else plan_reply(chat.messages, chat.tools)
 
 
 async def _respond(

@@ -1,0 +1,264 @@
+"""The Copilot backend: the Copilot CLI (`copilot --headless --stdio`) driven through github-copilot-sdk.
+
+One CLI child per agent, one Copilot session per A2A context (its id derived from the context). A CLI that dies
+fails its running turns and is started again with backoff; sessions are resumed from its state folder.
+"""
+
+import asyncio
+import logging
+import os
+import subprocess
+from typing import Any
+
+from copilot import CopilotClient, CopilotSession, RuntimeConnection
+from copilot.generated.rpc import PermissionDecisionReject
+
+from a2a_wrapper.backends.base import Prompt, Session
+from a2a_wrapper.backends.copilot import launch
+from a2a_wrapper.backends.copilot.sdk_logs import quiet_sdk_logs
+from a2a_wrapper.backends.copilot.turn import CopilotTurn, Decision, unanswered
+from a2a_wrapper.config import AgentSettings
+from a2a_wrapper.config import CopilotBackend as CopilotSettings
+from a2a_wrapper.errors import BackendError, BackendUnavailable, SessionGone
+from a2a_wrapper.installer import find_binary
+
+log = logging.getLogger(__name__)
+
+_RESTART_BACKOFF = (0.5, 1.0, 2.0, 5.0, 10.0)
+_HEALTH_TIMEOUT = 3.0
+
+
+class CopilotBackend:
+    kind = "copilot"
+
+    def __init__(self, settings: AgentSettings) -> None:
+        assert settings.state_dir is not None
+        assert isinstance(settings.backend, CopilotSettings)
+        self._settings = settings.backend
+        self._name = settings.card.name
+        self._state_dir = settings.state_dir
+        self._launch: launch.Launch | None = None
+        self._client: CopilotClient | None = None
+        self._attached: dict[str, CopilotSession] = {}  # sessions resumed or created on the current client
+        self._turns: dict[str, CopilotTurn] = {}  # session id -> its running turn
+        self._supervisor: asyncio.Task[None] | None = None
+        self._down: str | None = "the Copilot CLI is not started"
+        self._stopping = False
+        self.restarts = 0
+
+    # lifecycle
+
+    async def start(self) -> None:
+        quiet_sdk_logs()
+        binary = self._settings.binary or find_binary("copilot")
+        self._launch = launch.prepare(binary, self._settings, self._state_dir, dict(os.environ))
+        self._settings.workdir.mkdir(parents=True, exist_ok=True)
+        await self._spawn()
+        self._supervisor = asyncio.create_task(self._supervise(), name=f"{self._name}-copilot-supervisor")
+
+    async def _spawn(self) -> None:
+        assert self._launch is not None
+        client = CopilotClient(
+            connection=RuntimeConnection.for_stdio(path=str(self._launch.binary)),  # never the SDK's download
+            working_directory=str(self._settings.workdir),
+            env=self._launch.env,
+            base_directory=str(self._launch.copilot_home),
+            github_token=self._launch.github_token,
+            use_logged_in_user=False,
+        )
+        try:
+            async with asyncio.timeout(self._settings.startup_timeout):
+                await client.start()
+        except BaseException as exc:
+            await _force_stop(client)
+            if isinstance(exc, Exception):  # RuntimeError with the CLI's stderr, TimeoutError, JsonRpcError, OSError
+                raise BackendUnavailable(f"The Copilot CLI did not start: {exc or 'no answer in time'}") from exc
+            raise
+        self._client, self._down = client, None
+        log.info("[%s] copilot CLI started (pid %s)", self._name, self.pid)
+
+    async def stop(self) -> None:
+        self._stopping = True
+        if self._supervisor is not None:
+            self._supervisor.cancel()
+            try:
+                await self._supervisor
+            except asyncio.CancelledError:
+                pass
+        for turn in list(self._turns.values()):
+            turn.backend_exited("The agent is shutting down.")
+        if self._client is not None:
+            await _stop(self._client)
+            log.info("[%s] copilot CLI stopped", self._name)
+        self._client, self._down = None, "the Copilot CLI is stopped"
+
+    @property
+    def pid(self) -> int | None:
+        process = _process(self._client)
+        return process.pid if process is not None else None
+
+    async def _supervise(self) -> None:
+        """A CLI that exits fails its running turns and is started again, with backoff."""
+        attempt = 0
+        while True:
+            process = _process(self._client)
+            assert process is not None
+            code = await asyncio.to_thread(process.wait)
+            if self._stopping:
+                return
+            self._down = f"the Copilot CLI (pid {process.pid}) exited with code {code}; it is being restarted"
+            log.warning("[%s] %s", self._name, self._down)
+            sentence = f"The Copilot CLI stopped during the turn (exit code {code}); it is being restarted."
+            for turn in list(self._turns.values()):
+                turn.backend_exited(sentence + " Send the message again.")
+            self._turns.clear()
+            self._attached.clear()
+            if self._client is not None:
+                await _force_stop(self._client)
+            while not self._stopping:
+                await asyncio.sleep(_RESTART_BACKOFF[min(attempt, len(_RESTART_BACKOFF) - 1)])
+                attempt += 1
+                try:
+                    await self._spawn()
+                except BackendUnavailable as exc:
+                    self._down = f"the Copilot CLI could not be restarted: {exc}"
+                    log.warning("[%s] %s", self._name, self._down)
+                    continue
+                self.restarts += 1
+                attempt = 0
+                break
+
+    async def health(self) -> dict[str, Any]:
+        status: dict[str, Any] = {"kind": self.kind, "restarts": self.restarts, "pid": self.pid}
+        process = _process(self._client)
+        if self._down is not None or self._client is None or process is None or process.poll() is not None:
+            return {**status, "healthy": False, "error": self._down or "the Copilot CLI is not running"}
+        try:
+            async with asyncio.timeout(_HEALTH_TIMEOUT):
+                answer = await self._client.get_status()
+        except Exception as exc:  # health never raises
+            return {**status, "healthy": False, "error": f"the Copilot CLI does not answer: {exc or 'timeout'}"}
+        return {**status, "healthy": True, "version": answer.version}
+
+    # sessions
+
+    async def open_session(self, context_key: str, resume: str | None = None) -> Session:
+        derived = launch.session_id_for(context_key)
+        for candidate in dict.fromkeys(c for c in (resume, derived) if c):
+            if candidate in self._attached or await self._exists(candidate):
+                await self._resume(candidate)
+                return Session(candidate, created=False)
+        client = self._running_client()
+        try:
+            self._attached[derived] = await client.create_session(
+                session_id=derived, **launch.session_options(self._settings), **self._handlers(derived)
+            )
+        except Exception as exc:
+            raise BackendError(f"Copilot could not create a session: {exc}") from exc
+        return Session(derived, created=True)
+
+    async def close_session(self, session_id: str) -> None:
+        client = self._running_client()
+        attached = self._attached.pop(session_id, None)
+        try:
+            if attached is not None:
+                await attached.disconnect()
+            if await self._exists(session_id):
+                await client.delete_session(session_id)
+        except Exception as exc:
+            raise BackendError(f"Copilot could not delete session {session_id}: {exc}") from exc
+
+    async def reject_pending(self, session_ids: set[str], reason: str) -> int:
+        """Nothing to reject: Copilot asks through handlers of this process, answered in-process, so no
+        permission request outlives the wrapper (the CLI child and its requests end with it)."""
+        return 0
+
+    def turn(self, session: Session, prompt: Prompt) -> CopilotTurn:
+        return CopilotTurn(self, session, prompt)
+
+    # the turn's host
+
+    async def attach(self, session_id: str, turn: CopilotTurn) -> CopilotSession:
+        """The session on the current client (resumed after a CLI restart), with `turn` receiving its requests."""
+        if session_id not in self._attached and not await self._exists(session_id):
+            raise SessionGone(f"Copilot has no session {session_id}")
+        sdk_session = await self._resume(session_id)
+        self._turns[session_id] = turn
+        return sdk_session
+
+    def detach(self, session_id: str, turn: CopilotTurn) -> None:
+        if self._turns.get(session_id) is turn:
+            del self._turns[session_id]
+
+    async def _resume(self, session_id: str) -> CopilotSession:
+        if session_id in self._attached:
+            return self._attached[session_id]
+        client = self._running_client()
+        try:
+            sdk_session = await client.resume_session(
+                session_id, **launch.session_options(self._settings), **self._handlers(session_id)
+            )
+        except Exception as exc:
+            raise BackendError(f"Copilot could not resume session {session_id}: {exc}") from exc
+        self._attached[session_id] = sdk_session
+        return sdk_session
+
+    async def _exists(self, session_id: str) -> bool:
+        try:
+            return await self._running_client().get_session_metadata(session_id) is not None
+        except BackendUnavailable:
+            raise
+        except Exception as exc:
+            raise BackendUnavailable(f"The Copilot CLI does not answer: {exc}") from exc
+
+    def _running_client(self) -> CopilotClient:
+        if self._client is None or self._down is not None:
+            raise BackendUnavailable(f"The Copilot backend is not available: {self._down or 'not started'}")
+        return self._client
+
+    def _handlers(self, session_id: str) -> dict[str, Any]:
+        """The session's permission and user-input handlers: they go to whichever turn runs in it."""
+
+        async def on_permission_request(request: Any, invocation: Any) -> Decision:
+            turn = self._turns.get(session_id)
+            if turn is None:
+                return PermissionDecisionReject(feedback="No turn is running in this session; nothing may run.")
+            return await turn.permission(request.to_dict())
+
+        async def on_user_input_request(request: Any, invocation: Any) -> dict[str, Any]:
+            turn = self._turns.get(session_id)
+            if turn is None:
+                return unanswered()
+            return await turn.question(dict(request))
+
+        return {"on_permission_request": on_permission_request, "on_user_input_request": on_user_input_request}
+
+
+def _process(client: CopilotClient | None) -> "subprocess.Popen[bytes] | None":
+    """The CLI child the SDK spawned (it keeps it private; we need its pid and exit)."""
+    return getattr(client, "_cli_process", None) if client is not None else None
+
+
+async def _stop(client: CopilotClient) -> None:
+    """The SDK's graceful stop, then no CLI left behind whatever it reported."""
+    process = _process(client)
+    try:
+        await client.stop()
+    except Exception as exc:  # an ExceptionGroup of StopErrors: logged, the process is still reaped below
+        log.warning("copilot client stop reported: %s", exc)
+    await _reap(process)
+
+
+async def _force_stop(client: CopilotClient) -> None:
+    process = _process(client)
+    try:
+        await client.force_stop()
+    except Exception as exc:
+        log.debug("copilot client force_stop reported: %s", exc)
+    await _reap(process)
+
+
+async def _reap(process: "subprocess.Popen[bytes] | None") -> None:
+    if process is not None and process.poll() is None:
+        process.kill()
+        await asyncio.to_thread(process.wait)

@@ -1,0 +1,118 @@
+"""How the Copilot CLI is started: its binary, isolated folders, a small environment, its credentials, session options.
+
+The child gets an allow-list of the wrapper's environment plus `backend.env`, never the whole of it. With a
+provider of the user's own (BYOK), the CLI also runs offline (`COPILOT_OFFLINE`), which it accepts only when the
+provider's URL and a model are in its environment too; the provider itself travels on every session.
+"""
+
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from a2a_wrapper import mcp
+from a2a_wrapper.config import CopilotBackend, CopilotProvider
+from a2a_wrapper.errors import ConfigError
+
+PASSED_ENV = (
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+    "HTTPS_PROXY",
+    "HTTP_PROXY",
+    "NO_PROXY",
+    "https_proxy",
+    "http_proxy",
+    "no_proxy",
+)
+TOKEN_ENV = ("COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN")  # the CLI's own order
+_SESSION_NAMESPACE = uuid.UUID("5f0c9a36-3c1e-4f57-9f7e-2d0f6f0b6a51")
+
+
+@dataclass(frozen=True)
+class Launch:
+    binary: Path
+    env: dict[str, str]
+    copilot_home: Path  # the SDK's base_directory (COPILOT_HOME): config and session state
+    github_token: str | None
+
+
+def prepare(binary: Path, backend: CopilotBackend, state_dir: Path, base_env: dict[str, str]) -> Launch:
+    """Folders created; the environment and credentials for one `copilot --headless --stdio`."""
+    token = github_token(backend, base_env)
+    check_credentials(backend, token)
+    home = state_dir / "copilot"
+    folders = {"HOME": home / "home", "XDG_CACHE_HOME": home / "cache", "TMPDIR": home / "tmp"}
+    for folder in [*folders.values(), home / "copilot-home"]:
+        folder.mkdir(parents=True, exist_ok=True)
+    env = {
+        **{key: value for key, value in base_env.items() if key in PASSED_ENV},
+        **{key: str(folder) for key, folder in folders.items()},
+        "COPILOT_AUTO_UPDATE": "false",
+        **backend.env,
+    }
+    if backend.provider is not None:
+        assert backend.model is not None  # check_credentials
+        env |= {"COPILOT_OFFLINE": "true", "COPILOT_PROVIDER_BASE_URL": backend.provider.base_url}
+        env |= {"COPILOT_PROVIDER_TYPE": backend.provider.type, "COPILOT_MODEL": backend.model}
+    return Launch(binary=binary, env=env, copilot_home=home / "copilot-home", github_token=token)
+
+
+def github_token(backend: CopilotBackend, base_env: dict[str, str]) -> str | None:
+    if backend.github_token is not None and backend.github_token.get_secret_value():
+        return backend.github_token.get_secret_value()
+    for name in TOKEN_ENV:
+        if base_env.get(name):
+            return base_env[name]
+    return None
+
+
+def check_credentials(backend: CopilotBackend, token: str | None) -> None:
+    if backend.provider is not None and not backend.model:
+        raise ConfigError("backend.model is required with backend.provider: the id of the model the provider serves")
+    if backend.provider is None and token is None:
+        raise ConfigError(
+            "The Copilot backend needs credentials: set backend.github_token (or COPILOT_GITHUB_TOKEN, GH_TOKEN or "
+            "GITHUB_TOKEN in the environment), or backend.provider with backend.model for a model of your own."
+        )
+
+
+def session_id_for(context_key: str) -> str:
+    """The same context always names the same Copilot session, so a restarted wrapper finds it again."""
+    return str(uuid.uuid5(_SESSION_NAMESPACE, context_key))
+
+
+def session_options(backend: CopilotBackend) -> dict[str, Any]:
+    """Keyword arguments for both create_session and resume_session (the provider is not kept by the CLI)."""
+    options: dict[str, Any] = {"streaming": True, "working_directory": str(backend.workdir)}
+    if backend.model:
+        options["model"] = backend.model
+    if backend.provider is not None:
+        options["provider"] = provider_config(backend.provider)
+    if backend.system_prompt:
+        options["system_message"] = {"mode": backend.system_prompt_mode, "content": backend.system_prompt}
+    if backend.reasoning_effort:
+        options["reasoning_effort"] = backend.reasoning_effort
+    servers = mcp.for_copilot(backend.mcp_servers)
+    if servers:
+        options["mcp_servers"] = servers
+    return options
+
+
+def provider_config(provider: CopilotProvider) -> dict[str, Any]:
+    """The SDK's ProviderConfig (snake_case keys; it writes the wire form)."""
+    config: dict[str, Any] = {"type": provider.type, "base_url": provider.base_url}
+    if provider.api_key is not None:
+        config["api_key"] = provider.api_key.get_secret_value()
+    if provider.bearer_token is not None:
+        config["bearer_token"] = provider.bearer_token.get_secret_value()
+    if provider.wire_api is not None:
+        config["wire_api"] = provider.wire_api
+    if provider.azure_api_version is not None:
+        config["azure"] = {"api_version": provider.azure_api_version}
+    return config

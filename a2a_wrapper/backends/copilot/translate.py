@@ -1,0 +1,195 @@
+"""Copilot session events and permission requests → StreamEvents, for one turn of one session.
+
+Works on the wire form (`event.data.to_dict()`: camelCase keys), as the notes and the CLI's JSONL show it.
+"""
+
+from typing import Any
+
+from a2a_wrapper.events import (
+    Done,
+    FileDiff,
+    Permission,
+    StreamEvent,
+    Text,
+    Thought,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
+
+_OUTPUT_SUMMARY = 2000
+
+# Copilot permission kind -> the kind the shield classes (shield/classes.py KIND_CLASSES). The one table:
+# any other Copilot kind (memory, custom-tool, hook, workflow, extension-*) keeps its own name, which the
+# shield does not know, so it is denied unless a rule says otherwise.
+PERMISSION_KINDS = {
+    "shell": "execute",
+    "write": "write",
+    "read": "read",
+    "mcp": "mcp",
+    "url": "fetch",
+}
+
+# Copilot tool name -> the tool kind shown on A2A (display only: the permission request is what is decided).
+TOOL_KINDS = {
+    "bash": "execute",
+    "read_bash": "execute",
+    "write_bash": "execute",
+    "stop_bash": "execute",
+    "list_bash": "execute",
+    "view": "read",
+    "create": "edit",
+    "edit": "edit",
+    "grep": "search",
+    "glob": "search",
+    "web_fetch": "fetch",
+    "ask_user": "question",
+    "task": "delegate",
+    "read_agent": "delegate",
+    "write_agent": "delegate",
+    "list_agents": "delegate",
+    "skill": "read",
+    "report_intent": "think",
+}
+
+
+def permission_kind(copilot_kind: str) -> str:
+    return PERMISSION_KINDS.get(copilot_kind, copilot_kind)
+
+
+def tool_kind(tool: str) -> str:
+    return TOOL_KINDS.get(tool, "other")
+
+
+class Translator:
+    def __init__(self) -> None:
+        self._tools: dict[str, tuple[str, dict[str, Any]]] = {}  # toolCallId -> (tool name, arguments)
+        self._emitted: dict[str, str] = {}  # answer text emitted per message, to complete it from the final one
+        self._error: str | None = None
+        self._aborted = False
+        self.prompt_seen = False  # our prompt's echo (user.message): events before it belong to an earlier turn
+
+    def feed(self, kind: str, data: dict[str, Any]) -> list[StreamEvent]:
+        if kind == "user.message":
+            self.prompt_seen = True
+        if kind == "session.error":  # also before our prompt's echo: a send the CLI refused
+            self._error = str(data.get("message") or data.get("errorType") or "unknown error")
+            return []
+        if not self.prompt_seen and not (kind == "session.idle" and self._error):
+            return []
+        handler = getattr(self, "_on_" + kind.replace(".", "_"), None)
+        return list(handler(data)) if handler is not None else []
+
+    # the answer
+
+    def _on_assistant_message_delta(self, data: dict[str, Any]) -> list[StreamEvent]:
+        delta = data.get("deltaContent")
+        if data.get("parentToolCallId") or not isinstance(delta, str) or not delta:
+            return []  # a subagent's words are not the answer
+        message = str(data.get("messageId", ""))
+        self._emitted[message] = self._emitted.get(message, "") + delta
+        return [Text(delta)]
+
+    def _on_assistant_message(self, data: dict[str, Any]) -> list[StreamEvent]:
+        """The final message is authoritative: emit whatever deltas never arrived."""
+        final, message = data.get("content"), str(data.get("messageId", ""))
+        if data.get("parentToolCallId") or not isinstance(final, str):
+            return []
+        emitted = self._emitted.get(message, "")
+        if final.startswith(emitted) and len(final) > len(emitted):
+            self._emitted[message] = final
+            return [Text(final[len(emitted) :])]
+        return []
+
+    def _on_assistant_reasoning_delta(self, data: dict[str, Any]) -> list[StreamEvent]:
+        delta = data.get("deltaContent")
+        return [Thought(delta)] if isinstance(delta, str) and delta else []
+
+    def _on_assistant_usage(self, data: dict[str, Any]) -> list[StreamEvent]:
+        return [
+            Usage(
+                input_tokens=int(data.get("inputTokens") or 0),
+                output_tokens=int(data.get("outputTokens") or 0),
+                reasoning_tokens=int(data.get("reasoningTokens") or 0),
+                cost=float(data.get("cost") or 0.0),
+            )
+        ]
+
+    # tools
+
+    def _on_tool_execution_start(self, data: dict[str, Any]) -> list[StreamEvent]:
+        call_id, tool = str(data.get("toolCallId", "")), str(data.get("toolName", "unknown"))
+        arguments = data.get("arguments") if isinstance(data.get("arguments"), dict) else {}
+        assert isinstance(arguments, dict)
+        self._tools[call_id] = (tool, arguments)
+        locations = tuple(str(arguments[key]) for key in ("path",) if arguments.get(key))
+        title = str(data.get("toolTitle") or tool)
+        return [ToolCall(call_id, tool, tool_kind(tool), "running", title, arguments, locations)]
+
+    def _on_tool_execution_complete(self, data: dict[str, Any]) -> list[StreamEvent]:
+        call_id = str(data.get("toolCallId", ""))
+        tool, arguments = self._tools.get(call_id, ("unknown", {}))
+        result = data.get("result") or {}
+        if not data.get("success"):
+            error = data.get("error") or {}
+            output = str(error.get("message") or result.get("content") or "the tool failed")
+            return [ToolResult(call_id, tool, tool_kind(tool), "failed", output[:_OUTPUT_SUMMARY])]
+        output = str(result.get("content") or "")[:_OUTPUT_SUMMARY]
+        diffs: tuple[FileDiff, ...] = ()
+        if tool_kind(tool) == "edit":  # a view's detail is also written as a diff
+            diffs = file_diffs(data.get("fileEdits") or [], arguments, str(result.get("detailedContent") or ""))
+        return [ToolResult(call_id, tool, tool_kind(tool), "completed", output, diffs)]
+
+    # requests
+
+    def permission(self, permission_id: str, request: dict[str, Any]) -> Permission:
+        """A permission request (wire form) as the shield sees it."""
+        copilot_kind = str(request.get("kind", "unknown"))
+        tool = self._tools.get(str(request.get("toolCallId", "")), (None, {}))[0]
+        command = url = None
+        paths: tuple[str, ...] = ()
+        if copilot_kind == "shell":
+            command = str(request.get("fullCommandText", ""))
+            urls = request.get("possibleUrls") or []
+            url = str(urls[0]) if urls else None
+        elif copilot_kind == "write":
+            paths = (str(request.get("fileName", "")),)
+        elif copilot_kind == "read":
+            paths = (str(request.get("path", "")),)
+        elif copilot_kind == "url":
+            url = str(request.get("url", ""))
+        elif copilot_kind == "mcp":
+            tool = f"{request.get('serverName', '')}/{request.get('toolName', '')}"
+        name = tool or str(request.get("toolName") or copilot_kind)
+        return Permission(permission_id, permission_kind(copilot_kind), name, paths, command, url, request)
+
+    # the end
+
+    def _on_abort(self, data: dict[str, Any]) -> list[StreamEvent]:
+        self._aborted = True
+        return []
+
+    def _on_session_idle(self, data: dict[str, Any]) -> list[StreamEvent]:
+        return [self.done(aborted=bool(data.get("aborted")))]
+
+    def done(self, aborted: bool = False) -> Done:
+        if aborted or self._aborted:
+            return Done("canceled", "The turn was aborted.")
+        if self._error is not None:
+            return Done("failed", f"Copilot reported an error: {self._error}")
+        return Done("completed")
+
+
+def file_diffs(edits: list[dict[str, Any]], arguments: dict[str, Any], detail: str) -> tuple[FileDiff, ...]:
+    """The unified diff a create or edit reports, one per changed path."""
+    paths = [str(edit.get("path")) for edit in edits if isinstance(edit, dict) and edit.get("path")]
+    if not paths and arguments.get("path"):
+        paths = [str(arguments["path"])]
+    if not paths or "diff --git" not in detail:
+        return ()
+    blocks = ["diff --git" + block for block in detail.split("diff --git")[1:]]
+    if len(blocks) == len(paths):
+        return tuple(FileDiff(path, block.strip("\n") + "\n") for path, block in zip(paths, blocks, strict=True))
+    if len(paths) == 1:
+        return (FileDiff(paths[0], detail.strip("\n") + "\n"),)
+    return ()
