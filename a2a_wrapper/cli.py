@@ -114,8 +114,9 @@ def check(config_path: Path | None) -> None:
     settings = _load(config_path)
     click.echo("# effective config")
     effective = settings.model_dump(mode="json")  # SecretStr fields print masked
-    for raw in ("env", "opencode_config"):  # free-form sections: credentials in them are redacted
-        effective["backend"][raw] = redact_value(effective["backend"][raw])
+    for raw in ("env", "opencode_config", "mcp_servers"):  # free-form sections: credentials in them are redacted
+        if raw in effective["backend"]:
+            effective["backend"][raw] = redact_value(effective["backend"][raw])
     click.echo(json.dumps(effective, indent=2))
     click.echo("# agent card")
     click.echo(json.dumps(MessageToDict(build_card(settings)), indent=2))

@@ -431,3 +431,14 @@ def test_stop_reasons_end_the_turn(stop: str, outcome: str) -> None:
     assert usage == Usage(3, 2, 0, 0.5)
     assert isinstance(done, Done) and done.outcome == outcome
     assert done.sentence or outcome == "completed"
+
+
+def test_a_bare_backend_name_runs_the_managed_install(tmp_path: Path) -> None:
+    from a2a_wrapper.backends.acp.connection import agent_command
+    from a2a_wrapper.installer import find_binary
+
+    empty_path = {"PATH": str(tmp_path)}
+    assert agent_command(["copilot", "--acp"], empty_path) == [str(find_binary("copilot")), "--acp"]
+    assert agent_command(["opencode", "acp"], empty_path) == [str(find_binary("opencode")), "acp"]
+    assert agent_command(["/usr/bin/true"], empty_path) == ["/usr/bin/true"]
+    assert agent_command(["my-agent", "--stdio"], empty_path) == ["my-agent", "--stdio"]

@@ -284,3 +284,20 @@ def test_check_redacts_credentials_in_free_form_sections(tmp_path: Path, state_h
     assert result.returncode == 0, result.stderr
     assert key not in result.stdout and "abc123def456" not in result.stdout
     assert '"PLAIN": "hello"' in result.stdout
+
+
+@pytest.mark.parametrize("agent", ["code-review", "copilot-coder", "acp-reviewer"])
+def test_every_example_agent_checks(agent: str, state_home: dict[str, str]) -> None:
+    result = a2a_wrap("check", "--config", str(ROOT / "agents" / agent / "config.yaml"), env=state_home)
+    assert result.returncode == 0, result.stderr
+    config, card = check_output(result.stdout)
+    assert card["name"] == config["card"]["name"] == agent
+
+
+def test_check_redacts_credentials_in_mcp_servers(tmp_path: Path, state_home: dict[str, str]) -> None:
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    servers = {"gh": {"url": "https://mcp.example/mcp", "headers": {"Authorization": f"Bearer {token}"}}}
+    data = {"card": {"name": "m"}, "backend": {"kind": "acp", "command": ["agent"], "mcp_servers": servers}}
+    result = a2a_wrap("check", "--config", str(write(tmp_path, data)), env=state_home)
+    assert result.returncode == 0, result.stderr
+    assert token not in result.stdout

@@ -6,6 +6,8 @@ certificates), HOME, XDG folders and TMPDIR of its own under `<state_dir>/acp`, 
 
 import asyncio
 import logging
+import os
+import shutil
 from pathlib import Path
 from typing import Any, cast
 
@@ -25,7 +27,7 @@ from acp.schema import (
     SseMcpServer,
 )
 
-from a2a_wrapper import __version__, mcp
+from a2a_wrapper import __version__, installer, mcp
 from a2a_wrapper.backends.acp.client import WrapperClient
 from a2a_wrapper.config import AcpBackend as AcpSettings
 from a2a_wrapper.errors import BackendUnavailable, Unauthorized
@@ -71,12 +73,20 @@ def mcp_servers(settings: AcpSettings) -> list[HttpMcpServer | SseMcpServer | Ac
     return servers
 
 
+def agent_command(command: list[str], env: dict[str, str]) -> list[str]:
+    """`opencode` or `copilot` not on the PATH: the managed install of that backend (`a2a-wrap backends install`)."""
+    program, *arguments = command
+    if os.sep in program or program not in installer.PINNED or shutil.which(program, path=env.get("PATH")):
+        return command
+    return [str(installer.find_binary(program)), *arguments]
+
+
 class AgentConnection:
     """The agent process, its JSON-RPC connection and what it said in `initialize`."""
 
     def __init__(self, name: str, settings: AcpSettings, env: dict[str, str]) -> None:
         self.client = WrapperClient(name)
-        self.child = ChildProcess(name, settings.command, env, settings.workdir, stdio=True)
+        self.child = ChildProcess(name, agent_command(settings.command, env), env, settings.workdir, stdio=True)
         self._settings = settings
         self._conn: ClientSideConnection | None = None
         self.info: InitializeResponse | None = None
