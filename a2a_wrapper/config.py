@@ -266,6 +266,19 @@ class AgentSettings(BaseSettings):
             raise ValueError("auto_approve: true cannot be combined with shield rules; write it as shield defaults")
         return self
 
+    @model_validator(mode="after")
+    def _runtime_fits_backend(self) -> "AgentSettings":
+        if self.runtime.kind != "docker":
+            return self
+        if self.backend.kind != "opencode":
+            raise ValueError(
+                f"runtime.kind: docker runs the opencode backend only; backend.kind {self.backend.kind} runs as a "
+                "process (set runtime.kind: process, or run the whole agent in a container: see compose/)"
+            )
+        if self.backend.base_url:
+            raise ValueError("runtime.kind: docker starts OpenCode in a container; backend.base_url attaches to one")
+        return self
+
     @classmethod
     def settings_customise_sources(
         cls,

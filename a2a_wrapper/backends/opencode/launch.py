@@ -40,6 +40,7 @@ class Launch:
     env: dict[str, str]
     password: str
     port: int
+    home: Path  # the backend's own folders (HOME, XDG_*, TMPDIR) live under it
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -48,7 +49,9 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(probe.getsockname()[1])
 
 
-def prepare(binary: Path, backend: OpenCodeBackend, state_dir: Path, base_env: dict[str, str]) -> Launch:
+def prepare(
+    binary: Path, backend: OpenCodeBackend, state_dir: Path, base_env: dict[str, str], listen_host: str = "127.0.0.1"
+) -> Launch:
     """Folders created and seeded; the argv and environment for one `opencode serve`."""
     home = state_dir / "opencode"
     folders = {
@@ -74,8 +77,8 @@ def prepare(binary: Path, backend: OpenCodeBackend, state_dir: Path, base_env: d
         "OPENCODE_CONFIG_CONTENT": json.dumps(opencode_config(backend)),
         "OPENCODE_PERMISSION": json.dumps(ASK_EVERYTHING),
     }
-    argv = [str(binary), "serve", "--port", str(port), "--hostname", "127.0.0.1"]
-    return Launch(argv=argv, env=env, password=password, port=port)
+    argv = [str(binary), "serve", "--port", str(port), "--hostname", listen_host]
+    return Launch(argv=argv, env=env, password=password, port=port, home=home)
 
 
 def opencode_config(backend: OpenCodeBackend) -> dict[str, Any]:
