@@ -1,5 +1,6 @@
 """The Backend contract: what the front end may ask of any coding agent."""
 
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -24,6 +25,25 @@ class PromptFile:
 class Prompt:
     text: str
     files: tuple[PromptFile, ...] = ()
+
+
+BURST_SLICE = 0.002  # seconds a consumer may hold events back to send them together
+
+
+class Batching:
+    """Whether a turn tells its consumer more is ready (so it may batch): only while events wait, and never for
+    longer than BURST_SLICE since the last hand-over; the first event goes at once. A steady stream faster than
+    the consumer would otherwise be held until it ends."""
+
+    def __init__(self) -> None:
+        self._handed_over = float("-inf")
+
+    def more_ready(self, waiting: bool) -> bool:
+        now = time.monotonic()
+        if waiting and now - self._handed_over < BURST_SLICE:
+            return True
+        self._handed_over = now
+        return False
 
 
 class Turn(Protocol):

@@ -73,6 +73,27 @@ def mcp_servers(settings: AcpSettings) -> list[HttpMcpServer | SseMcpServer | Ac
     return servers
 
 
+class YieldingReader(asyncio.StreamReader):
+    """The agent's stdout, giving the loop away after each message (a StreamReader, as the acp library checks).
+
+    The acp library reads every buffered message before it runs the task each one becomes; a burst (a reply of
+    300 chunks) would then be parsed whole before the turn saw its first chunk (~100 ms on this machine).
+    Reads are delegated to the process's own reader; this one is never fed.
+    """
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        super().__init__()
+        self._source = reader
+
+    async def readuntil(self, separator: bytes = b"\n") -> bytes:  # type: ignore[override]
+        line = await self._source.readuntil(separator)
+        await asyncio.sleep(0)
+        return line
+
+    async def readexactly(self, n: int) -> bytes:
+        return await self._source.readexactly(n)
+
+
 def agent_command(command: list[str], env: dict[str, str]) -> list[str]:
     """`opencode` or `copilot` not on the PATH: the managed install of that backend (`a2a-wrap backends install`)."""
     program, *arguments = command
@@ -118,7 +139,8 @@ class AgentConnection:
         except OSError as exc:
             raise BackendUnavailable(f"cannot start the ACP agent {self._settings.command[0]!r}: {exc}") from exc
         # the client implements updates and permission requests only: fs/* and terminal/* are refused
-        self._conn = ClientSideConnection(cast(Client, self.client), self.child.stdin, self.child.stdout)
+        stdout = YieldingReader(self.child.stdout)
+        self._conn = ClientSideConnection(cast(Client, self.client), self.child.stdin, stdout)
         capabilities = ClientCapabilities(
             fs=FileSystemCapabilities(read_text_file=False, write_text_file=False), terminal=False
         )

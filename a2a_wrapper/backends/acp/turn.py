@@ -27,7 +27,7 @@ from acp.schema import (
 
 from a2a_wrapper.backends.acp.client import PROMPT_ENDED, Channel
 from a2a_wrapper.backends.acp.translate import ending
-from a2a_wrapper.backends.base import Prompt, PromptFile, Session
+from a2a_wrapper.backends.base import Batching, Prompt, PromptFile, Session
 from a2a_wrapper.errors import BackendError, SessionGone
 from a2a_wrapper.events import Done, StreamEvent, coalesce
 
@@ -71,11 +71,12 @@ class AcpTurn:
             yield Done("failed", str(exc))
             return
         channel = self._start(blocks)
+        batching = Batching()
         try:
             while True:
                 ready = await self._ready(channel)
                 for index, event in enumerate(ready):
-                    self.more_ready = index < len(ready) - 1 or not channel.queue.empty()
+                    self.more_ready = batching.more_ready(index < len(ready) - 1 or not channel.queue.empty())
                     yield event
                     if isinstance(event, Done):
                         return

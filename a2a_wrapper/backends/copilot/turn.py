@@ -15,7 +15,7 @@ from copilot import CopilotSession
 from copilot.generated.rpc import PermissionDecisionApproveOnce, PermissionDecisionReject
 from copilot.generated.session_events import SessionEvent, SessionEventType
 
-from a2a_wrapper.backends.base import Prompt, Session
+from a2a_wrapper.backends.base import Batching, Prompt, Session
 from a2a_wrapper.backends.copilot.prompt import message_of
 from a2a_wrapper.backends.copilot.translate import Translator
 from a2a_wrapper.events import Done, Question, StreamEvent, coalesce
@@ -84,13 +84,14 @@ class CopilotTurn:
                 self._finished = True
                 yield Done("failed", f"Copilot did not take the message: {exc}")
                 return
+            batching = Batching()
             while True:
                 batch = [await self._queue.get()]
                 while not self._queue.empty():
                     batch.append(self._queue.get_nowait())
                 ready = coalesce(batch)
                 for index, event in enumerate(ready):
-                    self.more_ready = index < len(ready) - 1 or not self._queue.empty()
+                    self.more_ready = batching.more_ready(index < len(ready) - 1 or not self._queue.empty())
                     self._finished = isinstance(event, Done)
                     yield event
                     if self._finished:

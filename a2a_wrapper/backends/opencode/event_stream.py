@@ -13,11 +13,12 @@ from typing import Any
 
 import aiohttp
 
+from a2a_wrapper.backends.base import BURST_SLICE
+
 log = logging.getLogger(__name__)
 
 RECONNECTED = "a2a-wrapper.reconnected"  # synthetic event: events may have been missed
 EventQueue = asyncio.Queue[dict[str, Any]]
-BURST_SLICE = 0.002  # seconds of parsing a burst before other tasks get the loop
 
 
 @dataclass(eq=False)
