@@ -10,7 +10,8 @@ import pytest
 from pydantic import ValidationError
 
 from a2a_wrapper import mcp
-from a2a_wrapper.config import McpServer
+from a2a_wrapper.backends.opencode.launch import free_port
+from a2a_wrapper.config import AgentSettings, CardSettings, McpServer, ServerSettings
 from a2a_wrapper.shield.rules import ShieldConfig
 from tests.a2a_wire import answer_text, data_parts, final_state, stream, user_message
 from tests.conftest import SettingsFactory, serving
@@ -124,3 +125,36 @@ async def test_the_shield_decides_mcp_tools_by_their_class(
         [permission] = data_parts(events, "permission")
         assert permission["decision"] == "deny" and permission["rule"] == "agent:no-mcp"
         assert "stamped:blocked" not in answer_text(events)
+
+
+def _stamp_server(suffix: str) -> dict[str, Any]:
+    return {"stamps": {"command": [sys.executable, str(STAMP_SERVER)], "env": {"STAMP_SUFFIX": suffix}}}
+
+
+@pytest.mark.parametrize(
+    ("which", "tool"),
+    [("copilot", "stamps-stamp"), ("acp-opencode", "stamps_stamp")],  # each backend names MCP tools its own way
+)
+async def test_copilot_and_acp_reach_the_same_mcp_server_from_the_config(
+    which: str, tool: str, offline_model: Any, http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    from tests.acp_fixtures import acp_opencode_backend
+    from tests.copilot_fixtures import copilot_backend
+
+    state = tmp_path / "state"
+    if which == "copilot":
+        backend = copilot_backend(offline_model, state / "workspace")
+    else:
+        backend = acp_opencode_backend(offline_model, state / "workspace", state)
+    backend["mcp_servers"] = _stamp_server(which)
+    settings = AgentSettings(
+        card=CardSettings(name="mcp"), server=ServerSettings(port=free_port()), backend=backend, state_dir=state,
+        auto_approve=True,
+    )  # fmt: skip
+    async with serving(settings, offline_model) as served:
+        call = json.dumps({"text": "hi"})
+        events = await stream(http, served.jsonrpc, {"message": user_message(f"[[tool:{tool} {call}]]")})
+        assert final_state(events) == "TASK_STATE_COMPLETED"
+        assert f"stamped:hi:{which}" in answer_text(events)
+        [permission] = data_parts(events, "permission")
+        assert permission["kind"] == "mcp" and permission["decision"] == "allow"

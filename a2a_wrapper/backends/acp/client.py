@@ -56,13 +56,14 @@ class Channel:
 class WrapperClient:
     """Implements acp's Client protocol for one agent connection."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, mcp_servers: tuple[str, ...] = ()) -> None:
         self._name = name
+        self._mcp_servers = mcp_servers
         self._channels: dict[str, Channel] = {}  # session id -> the running turn's channel
         self._ids = itertools.count(1)
 
     def open(self, session_id: str) -> Channel:
-        channel = Channel()
+        channel = Channel(tools=ToolCache(self._mcp_servers))
         self._channels[session_id] = channel
         return channel
 

@@ -106,7 +106,7 @@ class AgentConnection:
     """The agent process, its JSON-RPC connection and what it said in `initialize`."""
 
     def __init__(self, name: str, settings: AcpSettings, env: dict[str, str]) -> None:
-        self.client = WrapperClient(name)
+        self.client = WrapperClient(name, tuple(n for n, server in settings.mcp_servers.items() if server.enabled))
         self.child = ChildProcess(name, agent_command(settings.command, env), env, settings.workdir, stdio=True)
         self._settings = settings
         self._conn: ClientSideConnection | None = None

@@ -99,15 +99,20 @@ class ToolState:
 
 
 class ToolCache:
-    """The tool calls of one session; a permission request is read merged with what came before it."""
+    """The tool calls of one session; a permission request is read merged with what came before it.
 
-    def __init__(self) -> None:
+    ACP has no MCP tool kind: a tool of kind `other` titled after a configured MCP server (`<server>_<tool>`,
+    `<server>-<tool>`, `<server>/<tool>`) is kind `mcp`, as the same call is with the other backends.
+    """
+
+    def __init__(self, mcp_servers: tuple[str, ...] = ()) -> None:
         self._calls: dict[str, ToolState] = {}
+        self._mcp_prefixes = tuple(f"{name}{separator}" for name in mcp_servers for separator in "_-/")
 
     def update(self, call: ToolCallUpdate | ToolCallStart | ToolCallProgress) -> ToolState:
         state = self._calls.setdefault(call.tool_call_id, ToolState(call.tool_call_id))
         state.update(call)
-        return state
+        return self._classed(state)
 
     def merged(self, call: ToolCallUpdate) -> ToolState:
         """The request's tool call over the cached one (pitfall: requests may carry `rawInput: {}`)."""
@@ -116,7 +121,12 @@ class ToolCache:
             cached.id, cached.kind, cached.title, cached.status, dict(cached.raw_input), cached.locations
         )
         merged.update(call)
-        return merged
+        return self._classed(merged)
+
+    def _classed(self, state: ToolState) -> ToolState:
+        if state.kind == "other" and self._mcp_prefixes and state.title.startswith(self._mcp_prefixes):
+            state.kind = "mcp"
+        return state
 
 
 def translate(update: Any, tools: ToolCache) -> list[StreamEvent]:
@@ -202,7 +212,7 @@ def permission(permission_id: str, call: ToolState, options: list[PermissionOpti
     return Permission(
         permission_id,
         call.kind,
-        call.kind,
+        call.title if call.kind == "mcp" else call.kind,  # an MCP tool's name, for `tools:` rules
         paths,
         command if call.kind == "execute" else None,
         url if call.kind == "fetch" else None,
