@@ -24,6 +24,53 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+class OutputLog:
+    """A child's output, line by line: logged with its name, the last lines kept for error messages, and
+    readiness as the first line that matches a pattern (shared by processes and containers)."""
+
+    def __init__(self, name: str, level: int = logging.DEBUG) -> None:
+        self._name = name
+        self._level = level
+        self._tail: list[str] = []
+        self._pattern: re.Pattern[str] | None = None
+        self._ready: asyncio.Future[re.Match[str]] | None = None
+
+    def expect(self, pattern: str) -> None:
+        self._pattern = re.compile(pattern)
+        self._ready = asyncio.get_running_loop().create_future()
+
+    def line(self, line: str) -> None:
+        self._tail = [*self._tail[-19:], line]
+        log.log(self._level, "[%s] %s", self._name, line)
+        if self._ready is not None and not self._ready.done() and self._pattern:
+            match = self._pattern.search(line)
+            if match:
+                self._ready.set_result(match)
+
+    def exited(self, code: int) -> None:
+        if self._ready is not None and not self._ready.done():
+            self._ready.set_exception(
+                BackendUnavailable(f"{self._name} exited with code {code} before it was ready: {self.last()}")
+            )
+
+    def stop_waiting(self) -> None:
+        if self._ready is not None and not self._ready.done():
+            self._ready.cancel()  # nobody waits for readiness of a child being stopped
+
+    async def wait_ready(self, timeout: float) -> re.Match[str]:
+        assert self._ready is not None, "start() with a ready pattern first"
+        try:
+            async with asyncio.timeout(timeout):
+                return await asyncio.shield(self._ready)
+        except TimeoutError:
+            raise BackendUnavailable(
+                f"{self._name} did not become ready within {timeout:.0f} s; last output: {self.last()}"
+            ) from None
+
+    def last(self) -> str:
+        return " | ".join(self._tail[-5:]) or "(none)"
+
+
 class ChildProcess:
     """Spawns `argv` in a new session; `wait_ready` returns the first match of the ready pattern.
 
@@ -41,15 +88,12 @@ class ChildProcess:
     ) -> None:
         self.name = name
         self._stdio = stdio
-        self._output_level = output_level  # the fleet shows its agents' output; a backend's is chatter
+        self._output = OutputLog(name, output_level)  # the fleet shows its agents' output; a backend's is chatter
         self._argv = list(argv)
         self._env = dict(env)
         self._cwd = cwd
         self._process: asyncio.subprocess.Process | None = None
         self._pump: asyncio.Task[None] | None = None
-        self._ready_pattern: re.Pattern[str] | None = None
-        self._ready: asyncio.Future[re.Match[str]] | None = None
-        self._tail: list[str] = []
 
     @property
     def pid(self) -> int | None:
@@ -71,8 +115,7 @@ class ChildProcess:
 
     async def start(self, ready_pattern: str | None = None) -> None:
         if ready_pattern is not None:
-            self._ready_pattern = re.compile(ready_pattern)
-            self._ready = asyncio.get_running_loop().create_future()
+            self._output.expect(ready_pattern)
         self._process = await asyncio.create_subprocess_exec(
             *self._argv,
             cwd=self._cwd,
@@ -88,17 +131,10 @@ class ChildProcess:
         self._pump = asyncio.create_task(self._read_output(), name=f"{self.name}-output")
 
     async def wait_ready(self, timeout: float) -> re.Match[str]:
-        assert self._ready is not None, "start() first"
-        try:
-            async with asyncio.timeout(timeout):
-                return await asyncio.shield(self._ready)
-        except TimeoutError:
-            raise BackendUnavailable(
-                f"{self.name} did not become ready within {timeout:.0f} s; last output: {self.last_output()}"
-            ) from None
+        return await self._output.wait_ready(timeout)
 
     def last_output(self) -> str:
-        return " | ".join(self._tail[-5:]) or "(none)"
+        return self._output.last()
 
     async def wait(self) -> int:
         assert self._process is not None
@@ -109,18 +145,9 @@ class ChildProcess:
         output = self._process.stderr if self._stdio else self._process.stdout
         assert output is not None
         async for raw in output:
-            line = raw.decode(errors="replace").rstrip()
-            self._tail = [*self._tail[-19:], line]
-            log.log(self._output_level, "[%s] %s", self.name, line)
-            if self._ready is not None and not self._ready.done() and self._ready_pattern:
-                match = self._ready_pattern.search(line)
-                if match:
-                    self._ready.set_result(match)
+            self._output.line(raw.decode(errors="replace").rstrip())
         code = await self._process.wait()
-        if self._ready is not None and not self._ready.done():
-            self._ready.set_exception(
-                BackendUnavailable(f"{self.name} exited with code {code} before it was ready: {self.last_output()}")
-            )
+        self._output.exited(code)
         log.info("[%s] pid %s exited with code %s", self.name, self._process.pid, code)
 
     async def stop(self, grace: float = 5.0) -> None:
@@ -128,8 +155,7 @@ class ChildProcess:
         process = self._process
         if process is None:
             return
-        if self._ready is not None and not self._ready.done():
-            self._ready.cancel()  # nobody waits for readiness of a process being stopped
+        self._output.stop_waiting()
         if process.returncode is None:
             self._signal_group(process.pid, signal.SIGTERM)
             try:

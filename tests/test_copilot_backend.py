@@ -5,7 +5,6 @@ import json
 import logging
 import os
 import signal
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,13 +24,11 @@ from a2a_wrapper.events import Done, FileDiff, Permission, Question, Text, ToolC
 from a2a_wrapper.offline_model import OfflineModel
 from a2a_wrapper.offline_model.directives import ToolCall as ModelToolCall
 from a2a_wrapper.offline_model.plan import for_offered_tools
-from a2a_wrapper.shield import ShieldConfig, kind_class
+from a2a_wrapper.shield import kind_class
 from tests.a2a_wire import (
-    V1,
     answer_text,
     data_parts,
     final_state,
-    rpc,
     send,
     status_text,
     stream,
@@ -72,33 +69,6 @@ def answer(task: dict[str, Any], text: str) -> dict[str, Any]:
 # --- turns over the real CLI ----------------------------------------------------------------------------------------
 
 
-async def test_answer_streams_and_assembles_exactly(
-    copilot_settings: CopilotFactory, offline_model: OfflineModel, http: httpx.AsyncClient
-) -> None:
-    async with serving(copilot_settings(auto_approve=True), offline_model) as served:
-        events = await stream(http, served.jsonrpc, {"message": user_message("[[long:60]] [[think:pondering]]")})
-        assert final_state(events) == "TASK_STATE_COMPLETED"
-        chunks = [e for e in events if "artifactUpdate" in e]
-        assert len(chunks) > 1, "the answer arrives in chunks"
-        assert chunks[-1]["artifactUpdate"]["lastChunk"] is True
-        assert answer_text(events).split() == [f"word{n}" for n in range(1, 61)]
-        task = (await rpc(http, served.jsonrpc, "GetTask", {"id": events[0]["task"]["id"]}))["result"]
-        assert task_answer(task) == answer_text(events), "stored once, no repeat"
-        assert "pondering" not in answer_text(events), "reasoning is not the answer"
-
-
-async def test_one_context_remembers_and_another_does_not(
-    copilot_settings: CopilotFactory, offline_model: OfflineModel, http: httpx.AsyncClient
-) -> None:
-    async with serving(copilot_settings(auto_approve=True), offline_model) as served:
-        first = await send(http, served.jsonrpc, "remember this")
-        assert task_answer(first) == "Offline model reply: remember this"
-        second = await send(http, served.jsonrpc, "[[turns]]", context_id=first["contextId"])
-        assert task_answer(second) == "This conversation holds 2 user messages."
-        other = await send(http, served.jsonrpc, "[[turns]]")
-        assert task_answer(other) == "This conversation holds 1 user messages."
-
-
 async def test_a_replacing_system_prompt_is_what_the_model_gets(
     copilot_settings: CopilotFactory, offline_model: OfflineModel, http: httpx.AsyncClient
 ) -> None:
@@ -106,34 +76,6 @@ async def test_a_replacing_system_prompt_is_what_the_model_gets(
     async with serving(copilot_settings(auto_approve=True, backend=backend), offline_model) as served:
         task = await send(http, served.jsonrpc, "[[echo-system]]")
         assert task_answer(task).startswith("System prompt starts: You are the release notes agent.")
-
-
-async def test_an_allowed_bash_call_runs(
-    copilot_settings: CopilotFactory, offline_model: OfflineModel, http: httpx.AsyncClient
-) -> None:
-    async with serving(copilot_settings(auto_approve=True), offline_model) as served:
-        events = await stream(http, served.jsonrpc, bash("echo allowed > allowed.txt"))
-        assert final_state(events) == "TASK_STATE_COMPLETED"
-        assert (served.workdir / "allowed.txt").read_text().strip() == "allowed"
-        [permission] = data_parts(events, "permission")
-        assert permission["decision"] == "allow" and permission["kind"] == "execute"
-        assert permission["command"] == "echo allowed > allowed.txt"
-        calls = data_parts(events, "tool_call")
-        assert calls[0]["tool"] == "bash" and calls[0]["arguments"]["command"] == "echo allowed > allowed.txt"
-        assert [r["status"] for r in data_parts(events, "tool_result")] == ["completed"]
-
-
-async def test_a_denied_bash_call_does_not_run_and_the_model_sees_why(
-    copilot_settings: CopilotFactory, offline_model: OfflineModel, http: httpx.AsyncClient
-) -> None:
-    async with serving(copilot_settings(auto_approve=False), offline_model) as served:
-        events = await stream(http, served.jsonrpc, bash("echo denied > denied.txt"))
-        assert final_state(events) == "TASK_STATE_COMPLETED"
-        assert not (served.workdir / "denied.txt").exists()
-        [permission] = data_parts(events, "permission")
-        assert permission["decision"] == "deny"
-        assert [r["status"] for r in data_parts(events, "tool_result")] == ["failed"]
-        assert "autoApprove is off" in answer_text(events), "the model's reply quotes the refusal"
 
 
 async def test_a_created_file_becomes_a_write_permission_and_a_diff_artifact(
@@ -172,41 +114,6 @@ async def test_a_read_outside_the_workspace_is_decided_once(
         ]
 
 
-async def test_a_call_asked_of_a_person_runs_after_yes(
-    copilot_settings: CopilotFactory, offline_model: OfflineModel, http: httpx.AsyncClient
-) -> None:
-    async with serving(copilot_settings(shield=ShieldConfig()), offline_model) as served:  # default: execute asks
-        asked = await stream(http, served.jsonrpc, bash("echo approved > approved.txt"))
-        assert final_state(asked) == "TASK_STATE_INPUT_REQUIRED"
-        assert not (served.workdir / "approved.txt").exists(), "nothing runs before the answer"
-        done = await stream(http, served.jsonrpc, answer(asked[0]["task"], "yes"))
-        assert final_state(done) == "TASK_STATE_COMPLETED"
-        assert (served.workdir / "approved.txt").read_text().strip() == "approved"
-        [permission] = data_parts(done, "permission")
-        assert permission["decision"] == "allow" and permission["rule"] == "person:person"
-
-
-async def test_a_question_pauses_the_task_and_the_answer_reaches_the_model(
-    copilot_settings: CopilotFactory, offline_model: OfflineModel, http: httpx.AsyncClient
-) -> None:
-    asked = json.dumps(
-        {
-            "questions": [
-                {"question": "Which color?", "header": "Color", "options": [{"label": "Red", "description": ""}]}
-            ]
-        }
-    )
-    async with serving(copilot_settings(auto_approve=True), offline_model) as served:
-        events = await stream(http, served.jsonrpc, {"message": user_message(f"[[question:{asked}]]")})
-        assert final_state(events) == "TASK_STATE_INPUT_REQUIRED"
-        status = events[-1]["statusUpdate"]["status"]
-        [question] = [p["data"]["question"] for p in status["message"]["parts"] if "data" in p]
-        assert question["text"] == "Which color?" and question["options"] == ["Red"]
-        resumed = await stream(http, served.jsonrpc, answer(events[0]["task"], "Blue"))
-        assert final_state(resumed) == "TASK_STATE_COMPLETED"
-        assert "User responded: Blue" in answer_text(resumed), "the model saw the person's answer"
-
-
 async def test_an_unanswered_question_tells_the_model_so(copilot_settings: CopilotFactory) -> None:
     async with running_agent(copilot_settings(auto_approve=True)) as agent:
         session = await agent.backend.open_session("ctx-unanswered")
@@ -221,59 +128,6 @@ async def test_an_unanswered_question_tells_the_model_so(copilot_settings: Copil
                     texts.append(event.delta)
         assert event == Done("completed")
         assert NOBODY_ANSWERED in "".join(texts)
-
-
-async def test_cancel_aborts_the_turn_and_the_context_goes_on(
-    copilot_settings: CopilotFactory, offline_model: OfflineModel, http: httpx.AsyncClient
-) -> None:
-    async with serving(copilot_settings(auto_approve=True), offline_model) as served:
-        body = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "SendStreamingMessage",
-            "params": {"message": user_message("[[long:400]] [[slow:30]]")},
-        }
-        task_id = context_id = ""
-        async with http.stream("POST", served.jsonrpc, json=body, headers=V1) as response:
-            async for line in response.aiter_lines():
-                if not line.startswith("data:"):
-                    continue
-                result = json.loads(line[5:])["result"]
-                if "task" in result:
-                    task_id, context_id = result["task"]["id"], result["task"]["contextId"]
-                if "artifactUpdate" in result:
-                    canceled = await rpc(http, served.jsonrpc, "CancelTask", {"id": task_id})
-                    assert canceled["result"]["status"]["state"] == "TASK_STATE_CANCELED"
-                    break
-        await asyncio.sleep(1)
-        task = (await rpc(http, served.jsonrpc, "GetTask", {"id": task_id}))["result"]
-        assert task["status"]["state"] == "TASK_STATE_CANCELED"
-        async with asyncio.timeout(20):  # aborted in the CLI: the context is free at once, not after 30 s
-            again = await send(http, served.jsonrpc, "after cancel", context_id=context_id)
-        assert task_answer(again) == "Offline model reply: after cancel"
-
-
-async def test_a_turn_past_its_limit_fails_and_is_aborted(
-    copilot_settings: CopilotFactory, offline_model: OfflineModel, http: httpx.AsyncClient
-) -> None:
-    async with serving(copilot_settings(auto_approve=True, timeouts={"turn": 3}), offline_model) as served:
-        events = await stream(http, served.jsonrpc, {"message": user_message("too slow [[slow:30]]")})
-        final = events[-1]["statusUpdate"]["status"]
-        assert final["state"] == "TASK_STATE_FAILED"
-        assert "3 s limit" in status_text(final)
-        async with asyncio.timeout(20):
-            again = await send(http, served.jsonrpc, "after timeout", context_id=events[0]["task"]["contextId"])
-        assert task_answer(again) == "Offline model reply: after timeout"
-
-
-async def test_a_model_error_fails_the_task_with_its_sentence(
-    copilot_settings: CopilotFactory, offline_model: OfflineModel, http: httpx.AsyncClient
-) -> None:
-    async with serving(copilot_settings(auto_approve=True), offline_model) as served:
-        events = await stream(http, served.jsonrpc, {"message": user_message("[[error:400]]")})
-        final = events[-1]["statusUpdate"]["status"]
-        assert final["state"] == "TASK_STATE_FAILED"
-        assert "Offline model error 400" in status_text(final), status_text(final)
 
 
 async def test_a_cli_killed_mid_turn_fails_the_task_and_comes_back(
@@ -308,20 +162,6 @@ async def test_a_cli_killed_mid_turn_fails_the_task_and_comes_back(
 
 def final_state_of(task: dict[str, Any]) -> str:
     return str(task["status"]["state"])
-
-
-async def test_a_context_resumes_after_a_wrapper_restart(
-    copilot_settings: CopilotFactory, offline_model: OfflineModel, http: httpx.AsyncClient
-) -> None:
-    settings = copilot_settings(auto_approve=True)
-    async with serving(settings, offline_model) as served:
-        first = await send(http, served.jsonrpc, f"before restart {uuid.uuid4().hex[:6]}")
-        pid = (await served.agent.backend.health())["pid"]
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)  # stop() left no CLI behind
-    async with serving(settings, offline_model) as served:
-        second = await send(http, served.jsonrpc, "[[turns]]", context_id=first["contextId"])
-        assert task_answer(second) == "This conversation holds 2 user messages."
 
 
 async def test_a_session_the_cli_lost_is_recreated(

@@ -11,6 +11,7 @@ from docker.models.containers import Container
 
 from a2a_wrapper.config import DockerRuntime
 from a2a_wrapper.errors import BackendUnavailable
+from a2a_wrapper.process import OutputLog
 from a2a_wrapper.runtime import engine
 from a2a_wrapper.runtime.options import ContainerSpec, run_options
 
@@ -30,9 +31,7 @@ class ContainerProcess:
         self._container: Container | None = None
         self._pump: asyncio.Task[None] | None = None
         self._exit: asyncio.Future[int] | None = None
-        self._ready_pattern: re.Pattern[str] | None = None
-        self._ready: asyncio.Future[re.Match[str]] | None = None
-        self._tail: list[str] = []
+        self._output = OutputLog(name)
 
     @property
     def pid(self) -> str | None:
@@ -49,8 +48,7 @@ class ContainerProcess:
 
     async def start(self, ready_pattern: str) -> None:
         loop = asyncio.get_running_loop()
-        self._ready_pattern = re.compile(ready_pattern)
-        self._ready = loop.create_future()
+        self._output.expect(ready_pattern)
         self._exit = loop.create_future()
         self._client = client = await asyncio.to_thread(engine.connect)
         try:
@@ -67,17 +65,10 @@ class ContainerProcess:
         self._pump = asyncio.create_task(self._read_output(), name=f"{self.name}-output")
 
     async def wait_ready(self, timeout: float) -> re.Match[str]:
-        assert self._ready is not None, "start() first"
-        try:
-            async with asyncio.timeout(timeout):
-                return await asyncio.shield(self._ready)
-        except TimeoutError:
-            raise BackendUnavailable(
-                f"{self.name} did not become ready within {timeout:.0f} s; last output: {self.last_output()}"
-            ) from None
+        return await self._output.wait_ready(timeout)
 
     def last_output(self) -> str:
-        return " | ".join(self._tail[-5:]) or "(none)"
+        return self._output.last()
 
     async def wait(self) -> int:
         assert self._exit is not None, "start() first"
@@ -88,10 +79,7 @@ class ContainerProcess:
         loop = asyncio.get_running_loop()
         await asyncio.to_thread(self._follow_logs, self._container, loop)
         code = await asyncio.to_thread(self._exit_code, self._container)
-        if self._ready is not None and not self._ready.done():
-            self._ready.set_exception(
-                BackendUnavailable(f"{self.name} exited with code {code} before it was ready: {self.last_output()}")
-            )
+        self._output.exited(code)
         log.info("[%s] container %s exited with code %s", self.name, self.pid, code)
         self._exit.set_result(code)
 
@@ -103,19 +91,11 @@ class ContainerProcess:
                 pending += chunk
                 *lines, pending = pending.split(b"\n")
                 for raw in lines:
-                    loop.call_soon_threadsafe(self._on_line, raw.decode(errors="replace").rstrip())
+                    loop.call_soon_threadsafe(self._output.line, raw.decode(errors="replace").rstrip())
         except DockerException as exc:
             log.debug("[%s] output stream ended: %s", self.name, exc)
         if pending:
-            loop.call_soon_threadsafe(self._on_line, pending.decode(errors="replace").rstrip())
-
-    def _on_line(self, line: str) -> None:
-        self._tail = [*self._tail[-19:], line]
-        log.debug("[%s] %s", self.name, line)
-        if self._ready is not None and not self._ready.done() and self._ready_pattern:
-            match = self._ready_pattern.search(line)
-            if match:
-                self._ready.set_result(match)
+            loop.call_soon_threadsafe(self._output.line, pending.decode(errors="replace").rstrip())
 
     @staticmethod
     def _exit_code(container: Container) -> int:
@@ -128,8 +108,7 @@ class ContainerProcess:
     async def stop(self, grace: float = 5.0) -> None:
         """SIGTERM through the container's init, a bounded wait, then SIGKILL; the container is removed."""
         container = self._container
-        if self._ready is not None and not self._ready.done():
-            self._ready.cancel()  # nobody waits for readiness of a container being stopped
+        self._output.stop_waiting()
         if container is None or self._client is None:
             return  # never started, or already stopped
         try:
