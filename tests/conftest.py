@@ -1,7 +1,8 @@
 """Fixtures: the real offline model, real OpenCode agents served by uvicorn on free loopback ports."""
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+import gc
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,23 @@ from a2a_wrapper.backends.opencode.launch import free_port
 from a2a_wrapper.config import AgentSettings, CardSettings, ModelProvider, OpenCodeBackend, ServerSettings
 from a2a_wrapper.installer import find_binary
 from a2a_wrapper.offline_model import MODEL_ID, SMALL_MODEL_ID, OfflineModel
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_makereport(call: pytest.CallInfo[None]) -> Iterator[None]:
+    """No garbage collection while a failure's report is made. pytest parses the test's source to show a failure
+    (an expected one too); on CPython 3.11 before 3.11.9, finalizers the collector runs inside `ast.parse`
+    (a2a-sdk leaves unawaited coroutines) can break it with "AST constructor recursion depth mismatch", which
+    ends the whole run with an INTERNALERROR. Garbage is collected just before, instead."""
+    failing = call.excinfo is not None
+    if failing:
+        gc.collect()
+        gc.disable()
+    try:
+        yield
+    finally:
+        if failing:
+            gc.enable()
 
 
 @pytest.fixture(scope="session")
