@@ -289,14 +289,14 @@ async def run_all(args: argparse.Namespace) -> list[Result]:
     return results
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--backends", default=",".join(SECTIONS))
     parser.add_argument("--json")
     parser.add_argument("--log-level", default="WARNING")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper())
     results = asyncio.run(run_all(args))
     rows = [summarise(result) for result in results]

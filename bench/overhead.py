@@ -33,6 +33,9 @@ Both clients use aiohttp with keep-alive (no TCP set-up is timed) and the same S
 runs in another process: the model, the wrapper and both clients share this event loop in every mode.
 
     /work/venv/bin/python bench/overhead.py [--turns N] [--soak N] [--json out.json]
+
+The same comparison for every backend (OpenCode, Copilot CLI through its SDK, ACP agents), wrapper against
+each backend called directly, is `--per-backend [opencode,copilot,acp-opencode,acp-copilot]` (bench/backends.py).
 """
 
 import argparse
@@ -557,6 +560,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--settle", type=float, default=0.25, help="pause after each turn, s (default 0.25)")
     parser.add_argument("--json", type=Path, help="write the raw numbers here")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress at INFO")
+    parser.add_argument(
+        "--per-backend",
+        nargs="?",
+        const="opencode,copilot,acp-opencode,acp-copilot",
+        help="instead: a trivial turn and first text per backend, wrapper vs direct (bench/backends.py)",
+    )
     args = parser.parse_args(argv)
     if min(args.turns, args.first_text_runs, args.soak) < 2:
         parser.error("--turns, --first-text-runs and --soak need at least 2")
@@ -565,6 +574,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.per_backend:
+        import backends
+
+        return backends.main(["--backends", args.per_backend, "--turns", str(args.turns), "--warmup", str(args.warmup)])
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         stream=sys.stderr,
