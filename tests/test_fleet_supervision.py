@@ -29,7 +29,7 @@ async def test_a_killed_agent_is_restarted_and_the_registry_follows(
 ) -> None:
     settings = make_settings()
     agent_config(tmp_path / "agents", "alpha", settings)
-    agent_config(tmp_path / "agents", "beta", settings)
+    agent_config(tmp_path / "agents", "beta", settings, logging={"level": "WARNING"})  # quiet: no INFO lines
     fleet = await FleetProcess.start("fleet", str(tmp_path / "agents"))
     try:
         before = await wait_until(http, fleet, running("alpha", "beta"))

@@ -29,7 +29,6 @@ from a2a_wrapper.process import ChildProcess
 log = logging.getLogger(__name__)
 
 State = Literal["starting", "running", "backoff", "fatal", "stopped"]
-READY_LINE = r"serving; card at"  # agent.serve logs it once the backend and state are up
 _START_MARGIN = 30.0  # the interpreter, the database and the front end, on top of the backend's own start
 
 
@@ -103,7 +102,7 @@ class SupervisedAgent:
             self.name, self.spec.argv(), os.environ, self.spec.config.parent, output_level=logging.INFO
         )
         self._child = child
-        await child.start(READY_LINE)
+        await child.start()  # ready when its /health answers: no log line is relied on (its level may hide it)
         self.pid = child.pid
         life = asyncio.create_task(self._live(child), name=f"{self.name}-life")
         stop = asyncio.create_task(self._stop.wait(), name=f"{self.name}-stop")
@@ -123,7 +122,6 @@ class SupervisedAgent:
     async def _live(self, child: ChildProcess) -> str:
         timeout = self.spec.settings.backend.startup_timeout + _START_MARGIN
         try:
-            await child.wait_ready(timeout)
             await self._until_answered(child, timeout)
         except BackendUnavailable as exc:
             return str(exc)
