@@ -140,7 +140,7 @@ class _LiveCollector(Collector):
         restarts = CounterMetricFamily(
             "a2a_wrapper_backend_restarts", "Times the backend process was restarted.", labels=["backend"]
         )
-        restarts.add_metric([self.backend.kind], float(getattr(self.backend, "restarts", 0)))
+        restarts.add_metric([self.backend.kind], float(self.backend.restarts))
         waiting = GaugeMetricFamily(
             "a2a_wrapper_approvals_waiting", "Turns paused for a person, by what they wait for.", labels=["kind"]
         )

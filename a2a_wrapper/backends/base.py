@@ -63,6 +63,7 @@ class Turn(Protocol):
 
 class Backend(Protocol):
     kind: str
+    restarts: int  # times the backend process was started again after it died
 
     async def start(self) -> None: ...
 
