@@ -7,7 +7,8 @@ wrapped agent (A2A app on uvicorn, its backend child) and a direct client of the
 - copilot: a second Copilot CLI driven by github-copilot-sdk with the agent's own environment and provider;
 - acp-*: a second agent process over ACP (PyPI agent-client-protocol) with the agent's command and environment.
 
-Turns are interleaved (direct, wrapper, direct, ...) on one session / one context each, after warm-up turns.
+Turns are interleaved (direct, wrapper, direct, ...) on one session / one context each, after warm-up turns,
+each followed by a quiet pause (`--settle`, as in bench/overhead.py).
 Measured per backend: a trivial turn (p50, ms added, ratio) and the first text of a 300-delta reply
 (`[[long:300]]`). bench/overhead.py remains the deep look at OpenCode (CPU, soak, memory).
 
@@ -216,12 +217,16 @@ class Result:
     first_wrapper: list[float] = field(default_factory=list)
 
 
-async def timed(turn: Awaitable[Timing]) -> Timing:
+async def timed(turn: Awaitable[Timing], settle: float) -> Timing:
+    """The turn, then a quiet pause: a backend works on after its turn ends (OpenCode 100-250 ms), and without
+    the pause that tail would land on the next turn, always of the other mode."""
     async with asyncio.timeout(TURN_TIMEOUT):
-        return await turn
+        timing = await turn
+    await asyncio.sleep(settle)
+    return timing
 
 
-async def bench_backend(name: str, model: OfflineModel, turns: int, warmup: int) -> Result:
+async def bench_backend(name: str, model: OfflineModel, turns: int, warmup: int, settle: float) -> Result:
     with tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as folder:
         state = Path(folder) / "agent"
         settings = AgentSettings(
@@ -250,9 +255,8 @@ async def bench_backend(name: str, model: OfflineModel, turns: int, warmup: int)
                 (LONG, result.first_direct, result.first_wrapper, "first_text"),
             ):
                 for index in range(warmup + turns):
-                    direct_timing = await timed(direct.turn(text))
-                    wrapper_timing = await timed(wrapper.turn(context, text))
-                    await asyncio.sleep(0.1)
+                    direct_timing = await timed(direct.turn(text), settle)
+                    wrapper_timing = await timed(wrapper.turn(context, text), settle)
                     if index >= warmup:
                         direct_list.append(getattr(direct_timing, pick))
                         wrapper_list.append(getattr(wrapper_timing, pick))
@@ -285,7 +289,7 @@ async def run_all(args: argparse.Namespace) -> list[Result]:
     async with OfflineModel() as model:
         for name in args.backends.split(","):
             log.info("benchmarking %s", name)
-            results.append(await bench_backend(name, model, args.turns, args.warmup))
+            results.append(await bench_backend(name, model, args.turns, args.warmup, args.settle))
     return results
 
 
@@ -293,6 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--settle", type=float, default=0.25, help="pause after each turn, s")
     parser.add_argument("--backends", default=",".join(SECTIONS))
     parser.add_argument("--json")
     parser.add_argument("--log-level", default="WARNING")
