@@ -112,7 +112,7 @@ class AcpBackend:
         if agent is None:
             return {**status, "healthy": False, "error": "the ACP agent is not started"}
         status.update(pid=agent.child.pid, agent=agent.agent_name)
-        if not (self._ready and agent.child.running):
+        if not (self._ready and agent.alive):
             return {**status, "healthy": False, "error": "the ACP agent is not running; it is being restarted"}
         return {**status, "healthy": True}
 

@@ -113,6 +113,11 @@ class AgentConnection:
         self.info: InitializeResponse | None = None
 
     @property
+    def alive(self) -> bool:
+        """Running and still talking: its stdout closes the moment it dies, before the process is reaped."""
+        return self.child.running and not self.child.stdout.at_eof()
+
+    @property
     def conn(self) -> ClientSideConnection:
         if self._conn is None:
             raise BackendUnavailable("the ACP agent is not connected")
