@@ -46,7 +46,7 @@ REDACTED = [
     (f"slack {SLACK}", f"slack {marker('slack-token')}"),
     (f"maps?k={GOOGLE}&z=1", f"maps?k={marker('google-api-key')}&z=1"),
     (f"stripe {STRIPE}", f"stripe {marker('stripe-key')}"),
-    (f"//registry.npmjs.org/:_authToken {NPM}", f"//registry.npmjs.org/:_authToken {marker('npm-token')}"),
+    (f"//npm.example.internal/:_authToken {NPM}", f"//npm.example.internal/:_authToken {marker('npm-token')}"),
     (f"pypi {PYPI}", f"pypi {marker('pypi-token')}"),
     (f"jwt {JWT}. Done", f"jwt {marker('jwt')}. Done"),
     (f"key:\n{PEM}\nafter", f"key:\n{marker('private-key')}\nafter"),
