@@ -27,6 +27,7 @@ from a2a_wrapper.policy import build_policy
 from a2a_wrapper.recovery import INTERRUPTED, fail_interrupted_tasks
 from a2a_wrapper.sessions import SessionMap
 from a2a_wrapper.task_store import WriteBehindTaskStore, stored_task_ids
+from a2a_wrapper.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         task_store = WriteBehindTaskStore(database_store, await stored_task_ids(engine))
         stack.push_async_callback(task_store.close)
         writer = asyncio.create_task(task_store.run(), name="task-writer")
-        stack.push_async_callback(_cancel, writer)
+        stack.push_async_callback(cancel_and_wait, writer)
         sessions = SessionMap(engine, backend, settings.sessions)
         await sessions.initialize()
         rejected = await backend.reject_pending(await sessions.known_sessions(), INTERRUPTED)
@@ -69,7 +70,7 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
             log.warning("rejected %d permission request(s) left waiting by the last run", rejected)
         stack.push_async_callback(sessions.save_last_used)
         expiry = asyncio.create_task(sessions.run_expiry(), name="session-expiry")
-        stack.push_async_callback(_cancel, expiry)
+        stack.push_async_callback(cancel_and_wait, expiry)
         audit = AuditLog(engine)
         await audit.initialize()
         context_rules = ContextRules(engine)
@@ -147,14 +148,6 @@ async def serve(settings: AgentSettings) -> None:
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
-
-
-async def _cancel(task: asyncio.Task[None]) -> None:
-    task.cancel()
-    try:
-        await task
-    except asyncio.CancelledError:
-        pass
 
 
 def engine_for(settings: AgentSettings) -> AsyncEngine:

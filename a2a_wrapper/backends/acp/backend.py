@@ -23,6 +23,7 @@ from a2a_wrapper.backends.base import Prompt, Session
 from a2a_wrapper.config import AcpBackend as AcpSettings
 from a2a_wrapper.config import AgentSettings
 from a2a_wrapper.errors import BackendUnavailable, ConfigError, SessionGone, WrapperError
+from a2a_wrapper.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -78,11 +79,7 @@ class AcpBackend:
     async def stop(self) -> None:
         self._stopping = True
         if self._supervisor is not None:
-            self._supervisor.cancel()
-            try:
-                await self._supervisor
-            except asyncio.CancelledError:
-                pass
+            await cancel_and_wait(self._supervisor)
         if self._agent is not None:
             await self._agent.close()
         self._ready = False

@@ -21,6 +21,7 @@ from a2a_wrapper.config import AgentSettings
 from a2a_wrapper.config import CopilotBackend as CopilotSettings
 from a2a_wrapper.errors import BackendError, BackendUnavailable, SessionGone
 from a2a_wrapper.installer import find_binary
+from a2a_wrapper.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -80,11 +81,7 @@ class CopilotBackend:
     async def stop(self) -> None:
         self._stopping = True
         if self._supervisor is not None:
-            self._supervisor.cancel()
-            try:
-                await self._supervisor
-            except asyncio.CancelledError:
-                pass
+            await cancel_and_wait(self._supervisor)
         for turn in list(self._turns.values()):
             turn.backend_exited("The agent is shutting down.")
         if self._client is not None:

@@ -18,6 +18,7 @@ from a2a_wrapper.errors import BackendError, BackendUnavailable, NotFound, Sessi
 from a2a_wrapper.events import Done, StreamEvent, Text, coalesce
 from a2a_wrapper.installer import find_binary
 from a2a_wrapper.runtime import Mount, Runner, listen_host, loopback_url, make_runner
+from a2a_wrapper.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 
@@ -115,12 +116,7 @@ class OpenCodeBackend:
     async def stop(self) -> None:
         self._stopping = True
         for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
+            await cancel_and_wait(task)
         self._tasks.clear()
         if self._child is not None:
             await self._child.stop()
