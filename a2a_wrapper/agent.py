@@ -19,12 +19,14 @@ from a2a_wrapper.app import build_app
 from a2a_wrapper.audit import AuditLog
 from a2a_wrapper.backends import Backend, create_backend
 from a2a_wrapper.card import CARD_PATH, build_card
-from a2a_wrapper.config import AgentSettings
+from a2a_wrapper.config import AgentSettings, ProcessRuntime, SandboxRuntime
 from a2a_wrapper.context_rules import ContextRules
 from a2a_wrapper.executor import TurnExecutor
 from a2a_wrapper.metrics import AgentMetrics
+from a2a_wrapper.permissions import PermissionPolicy
 from a2a_wrapper.policy import build_policy
 from a2a_wrapper.recovery import INTERRUPTED, fail_interrupted_tasks
+from a2a_wrapper.sandbox import Sandbox
 from a2a_wrapper.sessions import SessionMap
 from a2a_wrapper.task_store import WriteBehindTaskStore, stored_task_ids
 from a2a_wrapper.tasks import cancel_and_wait
@@ -53,7 +55,11 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
     async with AsyncExitStack() as stack:
         engine = engine_for(settings)
         stack.push_async_callback(engine.dispose)
-        backend = create_backend(settings)
+        audit = AuditLog(engine)
+        await audit.initialize()
+        metrics = AgentMetrics()
+        sandbox = await stack.enter_async_context(agent_sandbox(settings, policy, audit, metrics))
+        backend = create_backend(settings, sandbox)
         stack.push_async_callback(backend.stop)
         await backend.start()
         database_store = DatabaseTaskStore(engine)
@@ -71,11 +77,8 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         stack.push_async_callback(sessions.save_last_used)
         expiry = asyncio.create_task(sessions.run_expiry(), name="session-expiry")
         stack.push_async_callback(cancel_and_wait, expiry)
-        audit = AuditLog(engine)
-        await audit.initialize()
         context_rules = ContextRules(engine)
         await context_rules.initialize()
-        metrics = AgentMetrics()
         executor = TurnExecutor(
             backend,
             sessions,
@@ -99,6 +102,28 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
             metrics=metrics,
         )
         yield RunningAgent(settings, app, backend, sessions)
+
+
+@asynccontextmanager
+async def agent_sandbox(
+    settings: AgentSettings, policy: PermissionPolicy, audit: AuditLog, metrics: AgentMetrics
+) -> AsyncIterator[Sandbox | None]:
+    """The sandbox the backend runs in (its egress proxy up until the backend has stopped), or None without one."""
+    if not isinstance(settings.runtime, SandboxRuntime) or getattr(settings.backend, "base_url", None):
+        if isinstance(settings.runtime, ProcessRuntime):
+            log.warning(
+                "[%s] runtime.kind is process: the backend runs unsandboxed, with the user's rights on this machine; "
+                "only the shield's rules stand between it and your files and network",
+                settings.card.name,
+            )
+        yield None
+        return
+    sandbox = Sandbox(settings, policy, audit, metrics.egress)
+    await sandbox.start()
+    try:
+        yield sandbox
+    finally:
+        await sandbox.stop()
 
 
 class _Server(uvicorn.Server):

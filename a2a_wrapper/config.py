@@ -152,7 +152,18 @@ BACKEND_KINDS = ("opencode", "copilot", "acp")
 
 
 class ProcessRuntime(Section):
+    """The backend as a plain child process: no boundary but the shield's rules (a warning at every start)."""
+
     kind: Literal["process"] = "process"
+
+
+class SandboxRuntime(Section):
+    """The backend in an OS sandbox (bubblewrap): writes to its workspace and own folder, no home, no network
+    but the egress proxy."""
+
+    kind: Literal["sandbox"] = "sandbox"
+    read: list[Path] = Field([], description="More folders or files the backend may read (never your home).")
+    write: list[Path] = Field([], description="More folders the backend may write besides its workspace.")
 
 
 class DockerRuntime(Section):
@@ -165,7 +176,7 @@ class DockerRuntime(Section):
     network: str = Field("bridge", description="Docker network mode or name.")
 
 
-Runtime = Annotated[ProcessRuntime | DockerRuntime, Field(discriminator="kind")]
+Runtime = Annotated[SandboxRuntime | ProcessRuntime | DockerRuntime, Field(discriminator="kind")]
 
 
 class SessionSettings(Section):
@@ -237,7 +248,7 @@ class AgentSettings(BaseSettings):
     card: CardSettings
     server: ServerSettings = ServerSettings()
     backend: Backend = OpenCodeBackend()
-    runtime: Runtime = ProcessRuntime()
+    runtime: Runtime = SandboxRuntime()
     sessions: SessionSettings = SessionSettings()
     timeouts: TimeoutSettings = TimeoutSettings()
     logging: LoggingSettings = LoggingSettings()

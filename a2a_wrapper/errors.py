@@ -3,6 +3,7 @@
 WrapperError
 ├── ConfigError            a config file or override that cannot be used
 ├── InstallError           a backend binary that cannot be found or installed
+├── SandboxUnavailable     this machine cannot build the sandbox a backend must run in
 └── BackendError           the backend failed; the message is a sentence for the caller
     ├── BackendUnavailable the backend process is down or not reachable
     │   └── Unauthorized   the backend refused our credentials
@@ -21,6 +22,10 @@ class ConfigError(WrapperError):
 
 class InstallError(WrapperError):
     """A backend binary that is missing or could not be installed."""
+
+
+class SandboxUnavailable(WrapperError):
+    """bubblewrap is missing or the kernel refuses its namespaces; the message says what to do."""
 
 
 class BackendError(WrapperError):

@@ -53,6 +53,12 @@ class AgentMetrics:
             ["class", "outcome", "decided_by"],
             registry=self.registry,
         )
+        self._egress = Counter(
+            "a2a_wrapper_egress_decisions",
+            "Connections out of the sandbox, by the egress proxy's decision (an ask is counted as deny).",
+            ["decision"],
+            registry=self.registry,
+        )
         for outcome in OUTCOMES:
             self._turns.labels(outcome)
         self._live = _LiveCollector()
@@ -75,6 +81,9 @@ class AgentMetrics:
         """`who` is "rules", "deadline", or a person (any other name: it is not kept)."""
         decided_by: DecidedBy = "rules" if who == "rules" else "deadline" if who == "deadline" else "person"
         self._decisions.labels(cls, outcome, decided_by).inc()
+
+    def egress(self, allowed: bool) -> None:
+        self._egress.labels("allow" if allowed else "deny").inc()
 
     def watch(self, backend: Backend, sessions: SessionMap, waiting: Callable[[], Mapping[str, int]]) -> None:
         """What is read at scrape time: the backend's restarts, the sessions open, and the turns waiting

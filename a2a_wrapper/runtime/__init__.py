@@ -20,11 +20,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from a2a_wrapper.config import DockerRuntime, ProcessRuntime
+from a2a_wrapper.config import DockerRuntime, ProcessRuntime, SandboxRuntime
 from a2a_wrapper.process import ChildProcess
 from a2a_wrapper.runtime.container import ContainerProcess
 from a2a_wrapper.runtime.options import ContainerSpec, Mount
 from a2a_wrapper.runtime.runner import Runner
+from a2a_wrapper.sandbox import Sandbox
 
 __all__ = ["ContainerProcess", "ContainerSpec", "Mount", "Runner", "listen_host", "loopback_url", "make_runner"]
 
@@ -34,13 +35,23 @@ def make_runner(
     argv: Sequence[str],
     env: Mapping[str, str],
     cwd: Path,
-    runtime: ProcessRuntime | DockerRuntime,
+    runtime: SandboxRuntime | ProcessRuntime | DockerRuntime,
     *,
     agent: str,
     mounts: Sequence[Mount] = (),
     ports: Sequence[int] = (),
+    sandbox: Sandbox | None = None,
+    serve: Sequence[tuple[Path, int]] = (),
 ) -> Runner:
-    """A child process, or a container running `argv` with `mounts` at the same paths and `ports` published."""
+    """A child process (sandboxed unless the runtime is `process`), or a container running `argv` with `mounts`
+    at the same paths and `ports` published. In a sandbox, `mounts` are the backend's own folders (writable)
+    and programs (read-only), and `serve` makes ports inside reachable as Unix sockets."""
+    if isinstance(runtime, SandboxRuntime):
+        assert sandbox is not None, "a sandbox runtime runs in the agent's sandbox"
+        own = [mount.path for mount in mounts if not mount.read_only]
+        programs = [mount.path for mount in mounts if mount.read_only]
+        wrapped = sandbox.wrap(list(argv), dict(env), own=own, programs=programs, serve=serve)
+        return ChildProcess(name, wrapped.argv, wrapped.env, cwd)
     if isinstance(runtime, ProcessRuntime):
         return ChildProcess(name, argv, env, cwd)
     spec = ContainerSpec(
@@ -49,7 +60,7 @@ def make_runner(
     return ContainerProcess(name, spec, runtime)
 
 
-def listen_host(runtime: ProcessRuntime | DockerRuntime) -> str:
+def listen_host(runtime: SandboxRuntime | ProcessRuntime | DockerRuntime) -> str:
     """The address a backend binds: loopback, unless it is alone in a container network reached by a published port."""
     if isinstance(runtime, DockerRuntime) and runtime.network != "host":
         return "0.0.0.0"

@@ -17,12 +17,13 @@ from typing import Any
 
 from acp import RequestError
 
-from a2a_wrapper.backends.acp.connection import AgentConnection, agent_env
+from a2a_wrapper.backends.acp.connection import AgentConnection, agent_env, agent_home
 from a2a_wrapper.backends.acp.turn import AcpTurn
 from a2a_wrapper.backends.base import Prompt, Session
 from a2a_wrapper.config import AcpBackend as AcpSettings
 from a2a_wrapper.config import AgentSettings
 from a2a_wrapper.errors import BackendUnavailable, ConfigError, SessionGone, WrapperError
+from a2a_wrapper.sandbox import Sandbox
 from a2a_wrapper.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -33,8 +34,9 @@ _RESTART_BACKOFF = (0.5, 1.0, 2.0, 5.0, 10.0)
 class AcpBackend:
     kind = "acp"
 
-    def __init__(self, settings: AgentSettings) -> None:
+    def __init__(self, settings: AgentSettings, sandbox: Sandbox | None = None) -> None:
         assert settings.state_dir is not None
+        self._sandbox = sandbox
         assert isinstance(settings.backend, AcpSettings)
         if settings.backend.system_prompt_mode == "replace" and settings.backend.system_prompt:
             raise ConfigError(
@@ -66,7 +68,7 @@ class AcpBackend:
 
     async def _spawn(self) -> None:
         env = agent_env(self.settings, self._state_dir, dict(os.environ))
-        agent = AgentConnection(self._name, self.settings, env)
+        agent = AgentConnection(self._name, self.settings, env, self._sandbox, agent_home(self._state_dir))
         self._agent = agent
         try:
             await agent.open()

@@ -32,6 +32,7 @@ from a2a_wrapper.backends.acp.client import WrapperClient
 from a2a_wrapper.config import AcpBackend as AcpSettings
 from a2a_wrapper.errors import BackendUnavailable, Unauthorized
 from a2a_wrapper.process import ChildProcess
+from a2a_wrapper.sandbox import Sandbox, program_paths
 
 log = logging.getLogger(__name__)
 
@@ -105,9 +106,15 @@ def agent_command(command: list[str], env: dict[str, str]) -> list[str]:
 class AgentConnection:
     """The agent process, its JSON-RPC connection and what it said in `initialize`."""
 
-    def __init__(self, name: str, settings: AcpSettings, env: dict[str, str]) -> None:
+    def __init__(
+        self, name: str, settings: AcpSettings, env: dict[str, str], sandbox: Sandbox | None, home: Path
+    ) -> None:
         self.client = WrapperClient(name, tuple(n for n, server in settings.mcp_servers.items() if server.enabled))
-        self.child = ChildProcess(name, agent_command(settings.command, env), env, settings.workdir, stdio=True)
+        command = agent_command(settings.command, env)
+        if sandbox is not None:  # the agent's folders writable, its program readable
+            wrapped = sandbox.wrap(command, env, own=[home], programs=program_paths(command))
+            command, env = wrapped.argv, wrapped.env
+        self.child = ChildProcess(name, command, env, settings.workdir, stdio=True)
         self._settings = settings
         self._conn: ClientSideConnection | None = None
         self.info: InitializeResponse | None = None

@@ -8,9 +8,11 @@ import asyncio
 import logging
 import os
 import subprocess
+from pathlib import Path
 from typing import Any
 
 from copilot import CopilotClient, CopilotSession, RuntimeConnection
+from copilot.client import StdioRuntimeConnection
 from copilot.generated.rpc import PermissionDecisionReject
 
 from a2a_wrapper.backends.base import Prompt, Session
@@ -21,6 +23,7 @@ from a2a_wrapper.config import AgentSettings
 from a2a_wrapper.config import CopilotBackend as CopilotSettings
 from a2a_wrapper.errors import BackendError, BackendUnavailable, SessionGone
 from a2a_wrapper.installer import find_binary
+from a2a_wrapper.sandbox import Sandbox
 from a2a_wrapper.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -32,9 +35,10 @@ _HEALTH_TIMEOUT = 3.0
 class CopilotBackend:
     kind = "copilot"
 
-    def __init__(self, settings: AgentSettings) -> None:
+    def __init__(self, settings: AgentSettings, sandbox: Sandbox | None = None) -> None:
         assert settings.state_dir is not None
         assert isinstance(settings.backend, CopilotSettings)
+        self._sandbox = sandbox
         self._settings = settings.backend
         self._name = settings.card.name
         self._state_dir = settings.state_dir
@@ -59,10 +63,11 @@ class CopilotBackend:
 
     async def _spawn(self) -> None:
         assert self._launch is not None
+        connection, env = self._connection(self._launch)
         client = CopilotClient(
-            connection=RuntimeConnection.for_stdio(path=str(self._launch.binary)),  # never the SDK's download
+            connection=connection,
             working_directory=str(self._settings.workdir),
-            env=self._launch.env,
+            env=env,
             base_directory=str(self._launch.copilot_home),
             github_token=self._launch.github_token,
             use_logged_in_user=False,
@@ -77,6 +82,19 @@ class CopilotBackend:
             raise
         self._client, self._down = client, None
         log.info("[%s] copilot CLI started (pid %s)", self._name, self.pid)
+
+    def _connection(self, plan: launch.Launch) -> tuple[StdioRuntimeConnection, dict[str, str]]:
+        """The CLI by its path (never the SDK's download); in the sandbox, bubblewrap runs it and the SDK's own
+        arguments follow the CLI's path."""
+        if self._sandbox is None:
+            return RuntimeConnection.for_stdio(path=str(plan.binary)), plan.env
+        binary = Path(plan.binary).resolve()
+        # No new session for the SDK's child otherwise: it would share the wrapper's terminal.
+        wrapped = self._sandbox.wrap(
+            [str(binary)], plan.env, own=[plan.copilot_home.parent], programs=[binary.parent], new_session=True
+        )
+        bwrap, *arguments = wrapped.argv
+        return RuntimeConnection.for_stdio(path=bwrap, args=arguments), wrapped.env
 
     async def stop(self) -> None:
         self._stopping = True

@@ -4,6 +4,7 @@ import asyncio
 import logging
 import os
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any, Literal
 
 import aiohttp
@@ -18,6 +19,7 @@ from a2a_wrapper.errors import BackendError, BackendUnavailable, NotFound, Sessi
 from a2a_wrapper.events import Done, StreamEvent, Text, coalesce
 from a2a_wrapper.installer import find_binary
 from a2a_wrapper.runtime import Mount, Runner, listen_host, loopback_url, make_runner
+from a2a_wrapper.sandbox import Sandbox
 from a2a_wrapper.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -30,13 +32,14 @@ _ABORT_GRACE = 5.0
 class OpenCodeBackend:
     kind = "opencode"
 
-    def __init__(self, settings: AgentSettings) -> None:
+    def __init__(self, settings: AgentSettings, sandbox: Sandbox | None = None) -> None:
         assert settings.state_dir is not None
         assert isinstance(settings.backend, OpenCodeSettings)
         self._settings = settings.backend
         self._name = settings.card.name
         self._state_dir = settings.state_dir
         self._runtime = settings.runtime
+        self._sandbox = sandbox
         self._child: Runner | None = None
         self._http: aiohttp.ClientSession | None = None
         self._events: EventStream | None = None
@@ -65,8 +68,10 @@ class OpenCodeBackend:
         binary = (self._settings.binary or find_binary("opencode")).resolve()
         host = listen_host(self._runtime)
         plan = launch.prepare(binary, self._settings, self._state_dir, dict(os.environ), listen_host=host)
-        # In a container: the binary read-only and the backend's folders at their host paths.
+        # In a container or a sandbox: the binary read-only and the backend's folders at their host paths.
         mounts = [Mount(binary, read_only=True), Mount(plan.home)]
+        # A sandbox has its own network: the server's port inside is reached through a socket in its folder.
+        socket = plan.home / "serve.sock" if self._sandbox is not None else None
         self._child = make_runner(
             f"{self._name}/opencode",
             plan.argv,
@@ -76,12 +81,14 @@ class OpenCodeBackend:
             agent=self._name,
             mounts=mounts,
             ports=[plan.port],
+            sandbox=self._sandbox,
+            serve=[(socket, plan.port)] if socket else [],
         )
         await self._child.start(launch.READY_LINE)
         match = await self._child.wait_ready(self._settings.startup_timeout)
-        await self._connect(loopback_url(match.group(1)), plan.password)
+        await self._connect(loopback_url(match.group(1)), plan.password, socket)
 
-    async def _connect(self, base_url: str, password: str | None) -> None:
+    async def _connect(self, base_url: str, password: str | None, socket: Path | None = None) -> None:
         if self._http is not None:
             await self._http.close()
         headers = {"x-opencode-directory": str(self._settings.workdir)}
@@ -91,6 +98,7 @@ class OpenCodeBackend:
             base_url=base_url.rstrip("/") + "/",
             timeout=aiohttp.ClientTimeout(total=30, sock_connect=5),
             headers=headers,
+            connector=aiohttp.UnixConnector(path=str(socket)) if socket else None,
         )
         if self._events is None:
             self._events = EventStream(self._name, self._http)

@@ -1,0 +1,5 @@
+"""The OS boundary under the rules: bubblewrap around every backend process, an egress proxy as its only way out."""
+
+from a2a_wrapper.sandbox.boundary import Sandbox, Wrapped, program_paths
+
+__all__ = ["Sandbox", "Wrapped", "program_paths"]

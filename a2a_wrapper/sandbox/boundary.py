@@ -1,0 +1,210 @@
+"""One agent's sandbox: the egress proxy it owns, and every backend command wrapped to run inside bubblewrap.
+
+Started before the backend (the proxy must answer its first connection) and stopped after it. A backend asks
+`wrap` for the command line and environment of each process it starts, naming its own folder (writable) and
+the programs it runs (readable); the rest comes from the agent's config: its workspace, the endpoints it names
+(model provider, MCP servers: allowed and, on loopback, forwarded to the same port inside), the paths the
+shield denies (masked or read-only) and `runtime.read` / `runtime.write`.
+"""
+
+import asyncio
+import logging
+import os
+import re
+import shutil
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from a2a_wrapper.audit import AuditEntry, AuditLog
+from a2a_wrapper.config import AgentSettings, SandboxRuntime
+from a2a_wrapper.errors import ConfigError
+from a2a_wrapper.permissions import PermissionPolicy
+from a2a_wrapper.sandbox.bubblewrap import checked_bwrap
+from a2a_wrapper.sandbox.egress import Destination, EgressDecision, EgressPolicy, EgressProxy, endpoint
+from a2a_wrapper.sandbox.masks import denied_paths
+from a2a_wrapper.sandbox.plan import PROXY_PORT, Forward, SandboxPlan
+from a2a_wrapper.shield import Shield
+from a2a_wrapper.shield.hosts import BadUrl
+
+log = logging.getLogger(__name__)
+
+_LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
+_URL = re.compile(r"https?://[^\s\"'<>\\]+")
+# Folders a config may point the backend at in backend.env: the backend's own, so writable inside.
+_FOLDER_VARIABLES = (
+    "HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_STATE_HOME",
+    "TMPDIR",
+    "COPILOT_HOME",
+)
+GITHUB_HOSTS = ("api.githubcopilot.com", "api.github.com", "github.com", "copilot-proxy.githubusercontent.com")
+
+
+@dataclass(frozen=True)
+class Wrapped:
+    argv: list[str]
+    env: dict[str, str]
+
+
+class Sandbox:
+    def __init__(self, settings: AgentSettings, policy: PermissionPolicy, audit: AuditLog, counter: Any = None) -> None:
+        assert isinstance(settings.runtime, SandboxRuntime) and settings.state_dir is not None
+        self._settings = settings
+        self._runtime = settings.runtime
+        self._audit = audit
+        self._counter = counter  # called with (allowed: bool) per egress decision, for the metrics
+        self._endpoints = set(_endpoints(settings))
+        loopback = {d.port: d for d in sorted(self._endpoints, key=str, reverse=True) if d.host in _LOOPBACK}
+        self._forwards = [Forward(port, str(d)) for port, d in sorted(loopback.items())]  # one per port inside
+        self._socket = settings.state_dir / "sandbox" / "egress.sock"
+        self._proxy = EgressProxy(
+            self._socket, EgressPolicy(self._endpoints, policy, isinstance(policy, Shield)), self._record
+        )
+        self._bwrap: Path | None = None
+        self._masked: list[Path] = []
+        self._read_only: list[Path] = []
+
+    async def start(self) -> None:
+        self._bwrap = await asyncio.to_thread(checked_bwrap)
+        workdir = self._settings.backend.workdir
+        workdir.mkdir(parents=True, exist_ok=True)
+        self._masked, self._read_only = denied_paths(self._settings.shield, workdir)
+        await self._proxy.start()
+        log.info(
+            "[%s] sandbox: %s writable; endpoints %s; every other host through the egress proxy",
+            self._settings.card.name,
+            workdir,
+            ", ".join(sorted(map(str, self._endpoints))) or "none",
+        )
+
+    async def stop(self) -> None:
+        await self._proxy.stop()
+
+    def wrap(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        *,
+        own: Iterable[Path],
+        programs: Iterable[Path] = (),
+        serve: Iterable[tuple[Path, int]] = (),
+        new_session: bool = False,
+    ) -> Wrapped:
+        """`argv` inside the sandbox: `own` (the backend's folders) writable, `programs` readable."""
+        assert self._bwrap is not None, "start() first"
+        plan = self.plan(own, programs)
+        plan.serve = list(serve)
+        return Wrapped(plan.command(self._bwrap, argv, new_session=new_session), {**env, **plan.environment()})
+
+    def plan(self, own: Iterable[Path], programs: Iterable[Path] = ()) -> SandboxPlan:
+        workdir = self._settings.backend.workdir.resolve()
+        writable = [*own, *self._runtime.write, *self._env_folders()]
+        readable = [*self._runtime.read, *programs, *self._mcp_programs()]
+        for path in [*writable, *readable, workdir]:
+            self._refuse_exposure(Path(path))
+        for path in writable:
+            Path(path).mkdir(parents=True, exist_ok=True)
+        return SandboxPlan(
+            workdir=workdir,
+            writable=[Path(p).resolve() for p in writable],
+            readable=[Path(p).resolve() for p in readable if Path(p).exists()],
+            masked=self._masked,
+            read_only=self._read_only,
+            egress_socket=self._socket,
+            forwards=self._forwards,
+        )
+
+    def describe(self) -> dict[str, Any]:
+        """What the backend can touch, for /health and `a2a-wrap check`."""
+        plan = self.plan([self._settings.state_dir / self._settings.backend.kind])  # type: ignore[operator]
+        return {
+            "kind": "sandbox",
+            "mechanism": f"bubblewrap ({self._bwrap or 'not checked yet'})",
+            "writable": [str(p) for p in dict.fromkeys([plan.workdir, *plan.writable])] + ["/tmp (private)"],
+            "readable": ["system folders (secrets masked)", *map(str, plan.readable)],
+            "hidden": ["your home folder", "the wrapper's state", *map(str, plan.masked)],
+            "read_only_in_workspace": [str(p) for p in plan.read_only],
+            "network": {
+                "direct": "none (own network namespace)",
+                "allowed": sorted(map(str, self._endpoints)),
+                "other_hosts": "decided by the shield's network rules at the egress proxy; ask is a deny there",
+                "proxy": f"http://127.0.0.1:{PROXY_PORT} inside",
+            },
+        }
+
+    def _env_folders(self) -> list[Path]:
+        env = self._settings.backend.env
+        return [Path(env[name]) for name in _FOLDER_VARIABLES if env.get(name, "").startswith("/")]
+
+    def _mcp_programs(self) -> list[Path]:
+        programs: list[Path] = []
+        for server in self._settings.backend.mcp_servers.values():
+            if server.command:
+                programs += program_paths(server.command)
+        return programs
+
+    def _refuse_exposure(self, path: Path) -> None:
+        """No bound path may reveal the user's home or the wrapper's state as a whole."""
+        resolved = path.resolve()
+        state = self._settings.state_dir.resolve()  # type: ignore[union-attr]
+        for guarded, what in ((Path.home().resolve(), "your home folder"), (state, "the agent's state folder")):
+            if resolved == guarded or resolved in guarded.parents or resolved == Path("/"):
+                raise ConfigError(
+                    f"runtime.kind is sandbox, but {path} would show {what} to the backend; "
+                    "point backend.workdir, backend.env folders and runtime.read/write at folders of their own"
+                )
+
+    async def _record(self, decision: EgressDecision, wait_ms: float) -> None:
+        if self._counter is not None:
+            self._counter(decision.allowed)
+        entry = AuditEntry(
+            time=time.time(),
+            agent=self._settings.card.name,
+            context_id="",
+            task_id="",
+            caller="",
+            tool="egress",
+            cls="network",
+            target=str(decision.destination),
+            decision="allow" if decision.allowed else "deny",
+            rule=decision.rule,
+            answered_by="sandbox",
+            wait_ms=wait_ms,
+        )
+        await self._audit.record(entry)
+
+
+def program_paths(command: list[str]) -> list[Path]:
+    """What running `command` reads beyond the system folders: its program's folder and any file it names."""
+    paths = []
+    program = shutil.which(command[0]) or command[0]
+    if os.path.isabs(program):
+        paths.append(Path(os.path.realpath(program)).parent)
+    paths += [Path(arg) for arg in command[1:] if os.path.isabs(arg) and os.path.exists(arg)]
+    return paths
+
+
+def _endpoints(settings: AgentSettings) -> list[Destination]:
+    """Hosts the config itself names for the backend: its provider, its MCP servers, URLs in backend.env."""
+    backend = settings.backend
+    urls = [server.url for server in backend.mcp_servers.values() if server.url]
+    provider = getattr(backend, "provider", None)
+    if provider is not None:
+        urls.append(provider.base_url)
+    elif backend.kind == "copilot":
+        urls += [f"https://{host}/" for host in GITHUB_HOSTS]
+    for value in backend.env.values():
+        urls += _URL.findall(value)
+    found = []
+    for url in urls:
+        try:
+            found.append(endpoint(url))
+        except (BadUrl, ValueError):
+            log.warning("sandbox: %r names no host that can be allowed; ignored", url)
+    return found

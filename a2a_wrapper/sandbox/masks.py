@@ -1,0 +1,67 @@
+"""The shield's path denials as the sandbox enforces them: found in the workspace when the backend starts.
+
+A rule that denies by path alone (`paths`, optionally `class` and `workspace`; no `tools`, `commands` or
+`hosts`, which narrow it to some calls) says the file must not be touched whatever tool tries: denied for read
+(or for every class), it is masked; denied for write or delete only, it is bound read-only. What matches is
+what exists at start: a file created later is judged by the rules alone (the README says so).
+"""
+
+import logging
+import os
+from pathlib import Path
+
+from a2a_wrapper.shield.globs import path_matches
+from a2a_wrapper.shield.rules import Rule, ShieldConfig
+
+log = logging.getLogger(__name__)
+
+_WALK_LIMIT = 200_000  # entries; a workspace bigger than this is not searched further (logged)
+_PATH_ONLY = frozenset({"paths", "class", "workspace"})
+_WRITES = frozenset({"write", "delete"})
+
+
+def denied_paths(shield: ShieldConfig | None, workdir: Path) -> tuple[list[Path], list[Path]]:
+    """(masked, read-only): paths under `workdir` that path-only deny rules cover."""
+    if shield is None:
+        return [], []
+    hide = [rule for rule in shield.rules if _path_deny(rule) and _covers(rule, {"read"})]
+    freeze = [rule for rule in shield.rules if _path_deny(rule) and _covers(rule, _WRITES)]
+    if not hide and not freeze:
+        return [], []
+    masked: list[Path] = []
+    read_only: list[Path] = []
+    root = str(workdir.resolve())
+    seen = 0
+    for folder, dirs, files in os.walk(root):
+        for name in [*dirs, *files]:
+            path = os.path.join(folder, name)
+            if _matches(hide, path, root):
+                masked.append(Path(path))
+            elif _matches(freeze, path, root):
+                read_only.append(Path(path))
+            else:
+                continue
+            if name in dirs:
+                dirs.remove(name)  # the whole folder is covered
+        seen += len(dirs) + len(files)
+        if seen > _WALK_LIMIT:
+            log.warning("sandbox: %s has over %d entries; denied paths beyond them are not masked", root, seen)
+            break
+    return masked, read_only
+
+
+def _path_deny(rule: Rule) -> bool:
+    return (
+        rule.decision == "deny"
+        and rule.paths is not None
+        and set(rule.matchers) <= _PATH_ONLY
+        and (rule.workspace != "outside")
+    )
+
+
+def _covers(rule: Rule, classes: set[str] | frozenset[str]) -> bool:
+    return rule.class_ is None or bool(classes & set(rule.class_))
+
+
+def _matches(rules: list[Rule], path: str, root: str) -> bool:
+    return any(path_matches(pattern, path, root, folded=True) for rule in rules for pattern in rule.paths or ())
