@@ -26,7 +26,7 @@ from a2a_wrapper.metrics import AgentMetrics
 from a2a_wrapper.permissions import PermissionPolicy
 from a2a_wrapper.policy import build_policy
 from a2a_wrapper.recovery import INTERRUPTED, fail_interrupted_tasks
-from a2a_wrapper.sandbox import Sandbox
+from a2a_wrapper.sandbox import Sandbox, describe_runtime
 from a2a_wrapper.sessions import SessionMap
 from a2a_wrapper.task_store import WriteBehindTaskStore, stored_task_ids
 from a2a_wrapper.tasks import cancel_and_wait
@@ -100,6 +100,7 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
             settings.server.max_body_bytes,
             auth=settings.auth,
             metrics=metrics,
+            runtime=describe_runtime(settings, sandbox),
         )
         yield RunningAgent(settings, app, backend, sessions)
 

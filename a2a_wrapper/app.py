@@ -35,7 +35,9 @@ def build_app(
     max_body_bytes: int,
     auth: AuthSettings | None = None,
     metrics: AgentMetrics | None = None,
+    runtime: dict[str, Any] | None = None,
 ) -> ASGIApp:
+    """`runtime` (where the backend runs and what bounds it) is shown on /health."""
     callers = Callers.from_settings(auth or AuthSettings())  # the keys are read here, at start
     if bool(card.security_requirements) != bool(callers):  # fail closed: never open while the card asks for a key
         raise ConfigError("auth: the card and the front end disagree on callers (build both from the same settings)")
@@ -47,6 +49,8 @@ def build_app(
         backend_status = await backend.health()
         healthy = bool(backend_status.get("healthy"))
         body = {"status": "ok" if healthy else "degraded", "frontend": "ok", "backend": backend_status}
+        if runtime is not None:
+            body["runtime"] = runtime
         return JSONResponse(body, status_code=200 if healthy else 503)
 
     async def scrape(request: Request) -> Response:

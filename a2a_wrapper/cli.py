@@ -16,6 +16,7 @@ from a2a_wrapper.config import AgentSettings
 from a2a_wrapper.config_file import load_config
 from a2a_wrapper.errors import WrapperError
 from a2a_wrapper.guard import RedactingFilter, redact_value
+from a2a_wrapper.sandbox import describe_runtime
 from a2a_wrapper.shield import Shield, format_table
 
 CONFIG_OPTION = click.option(
@@ -121,6 +122,8 @@ def check(config_path: Path | None) -> None:
     click.echo("# agent card")
     click.echo(json.dumps(MessageToDict(build_card(settings)), indent=2))
     policy = _policy(settings)
+    click.echo("# runtime: where the backend runs, what it can write, read and reach")
+    click.echo(json.dumps(describe_runtime(settings, None), indent=2))
     click.echo("# permission rules")
     if isinstance(policy, Shield):
         for layer in ("operator", "agent"):
@@ -145,6 +148,7 @@ def shield() -> None:
 @click.option("--command", "command_line", help="The command a shell tool would run.")
 @click.option("--path", "paths", multiple=True, help="A path the tool touches (repeatable).")
 @click.option("--url", help="The URL a network tool would fetch.")
+@click.option("--workdir", help="Where the shell command runs (OpenCode's bash workdir); default: the workspace.")
 def shield_explain(
     config_path: Path | None,
     tool: str,
@@ -152,6 +156,7 @@ def shield_explain(
     command_line: str | None,
     paths: tuple[str, ...],
     url: str | None,
+    workdir: str | None,
 ) -> None:
     """Print the decision for one tool call and the rule that made it."""
     from a2a_wrapper.backends.opencode.translate import tool_kind
@@ -160,7 +165,7 @@ def shield_explain(
 
     settings = _load(config_path)
     policy = _policy(settings)
-    request = Permission("explain", kind or tool_kind(tool), tool, paths, command_line, url)
+    request = Permission("explain", kind or tool_kind(tool), tool, paths, command_line, url, workdir=workdir)
     if isinstance(policy, Shield):
         click.echo(format_explanation(explain(policy, request)))
     else:

@@ -20,8 +20,8 @@ from typing import Any
 
 from a2a_wrapper.audit import AuditEntry, AuditLog
 from a2a_wrapper.config import AgentSettings, SandboxRuntime
-from a2a_wrapper.errors import ConfigError
-from a2a_wrapper.permissions import PermissionPolicy
+from a2a_wrapper.errors import ConfigError, SandboxUnavailable
+from a2a_wrapper.permissions import AutoApprove, PermissionPolicy
 from a2a_wrapper.sandbox.bubblewrap import checked_bwrap
 from a2a_wrapper.sandbox.egress import Destination, EgressDecision, EgressPolicy, EgressProxy, endpoint
 from a2a_wrapper.sandbox.masks import denied_paths
@@ -53,7 +53,9 @@ class Wrapped:
 
 
 class Sandbox:
-    def __init__(self, settings: AgentSettings, policy: PermissionPolicy, audit: AuditLog, counter: Any = None) -> None:
+    def __init__(
+        self, settings: AgentSettings, policy: PermissionPolicy, audit: AuditLog | None, counter: Any = None
+    ) -> None:
         assert isinstance(settings.runtime, SandboxRuntime) and settings.state_dir is not None
         self._settings = settings
         self._runtime = settings.runtime
@@ -99,6 +101,8 @@ class Sandbox:
         """`argv` inside the sandbox: `own` (the backend's folders) writable, `programs` readable."""
         assert self._bwrap is not None, "start() first"
         plan = self.plan(own, programs)
+        for path in plan.writable:
+            path.mkdir(parents=True, exist_ok=True)  # a bind needs its source
         plan.serve = list(serve)
         return Wrapped(plan.command(self._bwrap, argv, new_session=new_session), {**env, **plan.environment()})
 
@@ -108,8 +112,6 @@ class Sandbox:
         readable = [*self._runtime.read, *programs, *self._mcp_programs()]
         for path in [*writable, *readable, workdir]:
             self._refuse_exposure(Path(path))
-        for path in writable:
-            Path(path).mkdir(parents=True, exist_ok=True)
         return SandboxPlan(
             workdir=workdir,
             writable=[Path(p).resolve() for p in writable],
@@ -121,13 +123,25 @@ class Sandbox:
         )
 
     def describe(self) -> dict[str, Any]:
-        """What the backend can touch, for /health and `a2a-wrap check`."""
+        """What the backend can touch, for /health and `a2a-wrap check` (which calls it before any start)."""
+        if self._bwrap is None:
+            self._masked, self._read_only = denied_paths(self._settings.shield, self._settings.backend.workdir)
+            try:
+                mechanism = f"bubblewrap at {checked_bwrap()}, checked on this machine"
+            except SandboxUnavailable as exc:
+                mechanism = f"unavailable here, so the agent will not start: {exc}"
+        else:
+            mechanism = f"bubblewrap at {self._bwrap}"
         plan = self.plan([self._settings.state_dir / self._settings.backend.kind])  # type: ignore[operator]
         return {
             "kind": "sandbox",
-            "mechanism": f"bubblewrap ({self._bwrap or 'not checked yet'})",
+            "mechanism": mechanism,
             "writable": [str(p) for p in dict.fromkeys([plan.workdir, *plan.writable])] + ["/tmp (private)"],
-            "readable": ["system folders (secrets masked)", *map(str, plan.readable)],
+            "readable": [
+                "system folders (secrets masked)",
+                "the backend's program, its MCP servers' and the wrapper's Python",
+                *map(str, plan.readable),
+            ],
             "hidden": ["your home folder", "the wrapper's state", *map(str, plan.masked)],
             "read_only_in_workspace": [str(p) for p in plan.read_only],
             "network": {
@@ -163,6 +177,8 @@ class Sandbox:
     async def _record(self, decision: EgressDecision, wait_ms: float) -> None:
         if self._counter is not None:
             self._counter(decision.allowed)
+        if self._audit is None:
+            return
         entry = AuditEntry(
             time=time.time(),
             agent=self._settings.card.name,
@@ -208,3 +224,19 @@ def _endpoints(settings: AgentSettings) -> list[Destination]:
         except (BadUrl, ValueError):
             log.warning("sandbox: %r names no host that can be allowed; ignored", url)
     return found
+
+
+def describe_runtime(settings: AgentSettings, sandbox: Sandbox | None) -> dict[str, Any]:
+    """Where the backend runs and what bounds it, whatever the runtime."""
+    if sandbox is not None:
+        return sandbox.describe()
+    if getattr(settings.backend, "base_url", None):
+        return {
+            "kind": "attached",
+            "warning": "an OpenCode the wrapper did not start: it is bounded by nothing of ours",
+        }
+    if settings.runtime.kind == "docker":
+        return {"kind": "docker", "image": settings.runtime.image, "network": settings.runtime.network}
+    if settings.runtime.kind == "process":
+        return {"kind": "process", "warning": "unsandboxed: the backend has the user's rights; only rules bound it"}
+    return Sandbox(settings, AutoApprove(False), None).describe()

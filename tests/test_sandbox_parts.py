@@ -1,0 +1,197 @@
+"""The sandbox's parts on their own: the egress proxy over a real socket, its decisions, masks, the bwrap line."""
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from a2a_wrapper.config import AgentSettings, CardSettings, OpenCodeBackend, SandboxRuntime
+from a2a_wrapper.errors import ConfigError
+from a2a_wrapper.permissions import AutoApprove
+from a2a_wrapper.sandbox import Sandbox
+from a2a_wrapper.sandbox.egress import ASK_IS_DENY, Destination, EgressDecision, EgressPolicy, EgressProxy, parse_head
+from a2a_wrapper.sandbox.masks import denied_paths
+from a2a_wrapper.sandbox.plan import SandboxPlan
+from a2a_wrapper.shield import Shield
+from a2a_wrapper.shield.rules import ShieldConfig
+
+
+@pytest.mark.parametrize(
+    ("head", "method", "destination", "upstream"),
+    [
+        (b"CONNECT example.com:443 HTTP/1.1\r\nHost: x\r\n\r\n", "CONNECT", Destination("example.com", 443), None),
+        (b"CONNECT [::1]:8080 HTTP/1.1\r\n\r\n", "CONNECT", Destination("::1", 8080), None),
+        (b"CONNECT EXAMPLE.com.:443 HTTP/1.1\r\n\r\n", "CONNECT", Destination("example.com", 443), None),
+        (b"CONNECT 2130706433:80 HTTP/1.1\r\n\r\n", "CONNECT", Destination("127.0.0.1", 80), None),
+        (
+            b"GET http://user@docs.python.org/3/?q=1 HTTP/1.1\r\nHost: docs.python.org\r\n\r\n",
+            "GET",
+            Destination("docs.python.org", 80),
+            b"GET /3/?q=1 HTTP/1.1\r\nHost: docs.python.org\r\n\r\n",
+        ),
+    ],
+)
+def test_a_proxy_request_names_one_destination(
+    head: bytes, method: str, destination: Destination, upstream: bytes | None
+) -> None:
+    assert parse_head(head) == (method, destination, upstream)
+
+
+@pytest.mark.parametrize(
+    ("head", "reason"),
+    [
+        (b"CONNECT example.com HTTP/1.1\r\n\r\n", "names no port"),
+        (b"CONNECT example.com:99999 HTTP/1.1\r\n\r\n", "invalid port"),
+        (b"CONNECT exa mple.com:443 HTTP/1.1\r\n\r\n", "request line"),
+        (b"GET /relative HTTP/1.1\r\n\r\n", "absolute http:// URL"),
+        (b"GET https://example.com/ HTTP/1.1\r\n\r\n", "absolute http:// URL"),
+        (b"CONNECT ex%41mple.com:443 HTTP/1.1\r\n\r\n", "the host"),
+        (b"CONNECT example.com:443 SPDY/3\r\n\r\n", "unsupported version"),
+        (b"\xff\xfe HTTP/1.1\r\n\r\n", "request line"),
+    ],
+)
+def test_a_malformed_proxy_request_is_refused_with_the_reason(head: bytes, reason: str) -> None:
+    with pytest.raises(ValueError, match=reason):
+        parse_head(head)
+
+
+NETWORK_RULES = ShieldConfig.model_validate(
+    {
+        "rules": [
+            {"name": "docs", "decision": "allow", "class": "network", "hosts": ["docs.python.org"]},
+            {"name": "pypi-ask", "decision": "ask", "class": "network", "hosts": ["*.example.org"]},
+        ]
+    }
+)
+
+
+@pytest.mark.parametrize(
+    ("destination", "allowed", "rule"),
+    [
+        (Destination("127.0.0.1", 8765), True, "sandbox:endpoint"),
+        (Destination("127.0.0.1", 8766), False, "default:network"),
+        (Destination("docs.python.org", 443), True, "agent:docs"),
+        (Destination("files.example.org", 443), False, "agent:pypi-ask"),
+        (Destination("evil.example.com", 443), False, "default:network"),
+    ],
+)
+def test_hosts_are_decided_by_the_shields_network_rules(
+    destination: Destination, allowed: bool, rule: str, tmp_path: Path
+) -> None:
+    policy = EgressPolicy({Destination("127.0.0.1", 8765)}, Shield(NETWORK_RULES, tmp_path), rules_decide=True)
+    decision = policy.decide(destination)
+    assert (decision.allowed, decision.rule) == (allowed, rule)
+    if not allowed:
+        assert decision.reason == ASK_IS_DENY, "network defaults to ask, which the proxy cannot put to anyone"
+
+
+def test_auto_approve_allows_tool_calls_but_never_a_host() -> None:
+    policy = EgressPolicy({Destination("127.0.0.1", 8765)}, AutoApprove(True), rules_decide=False)
+    assert policy.decide(Destination("127.0.0.1", 8765)).allowed
+    assert not policy.decide(Destination("example.com", 443)).allowed
+
+
+async def _upstream() -> tuple[asyncio.Server, int, list[bytes]]:
+    received: list[bytes] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        received.append(await reader.read(1000))
+        writer.write(b"pong")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    return server, server.sockets[0].getsockname()[1], received
+
+
+async def _through(proxy_socket: Path, request: bytes) -> bytes:
+    reader, writer = await asyncio.open_unix_connection(proxy_socket)
+    writer.write(request)
+    await writer.drain()
+    answer = await asyncio.wait_for(reader.read(), 5)
+    writer.close()
+    return answer
+
+
+async def test_the_proxy_pipes_what_it_allows_refuses_the_rest_and_records_each(tmp_path: Path) -> None:
+    server, port, received = await _upstream()
+    records: list[EgressDecision] = []
+
+    async def record(decision: EgressDecision, wait_ms: float) -> None:
+        records.append(decision)
+
+    policy = EgressPolicy({Destination("127.0.0.1", port)}, AutoApprove(True), rules_decide=False)
+    proxy = EgressProxy(tmp_path / "egress.sock", policy, record)
+    await proxy.start()
+    try:
+        tunnel = await _through(proxy.socket_path, f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\nping".encode())
+        plain = await _through(proxy.socket_path, f"GET http://127.0.0.1:{port}/x HTTP/1.1\r\n\r\n".encode())
+        refused = await _through(proxy.socket_path, f"CONNECT 127.0.0.1:{port + 1} HTTP/1.1\r\n\r\n".encode())
+        garbled = await _through(proxy.socket_path, b"HELLO\r\n\r\n")
+    finally:
+        await proxy.stop()
+        server.close()
+    assert tunnel == b"HTTP/1.1 200 Connection established\r\n\r\npong"
+    assert plain == b"pong" and received == [b"ping", b"GET /x HTTP/1.1\r\n\r\n"]
+    assert refused.startswith(b"HTTP/1.1 403") and b"no shield network rule" in refused
+    assert garbled.startswith(b"HTTP/1.1 400")
+    assert [(r.destination.port, r.allowed) for r in records] == [(port, True), (port, True), (port + 1, False)]
+
+
+def test_path_denials_become_masks_and_read_only_binds(tmp_path: Path) -> None:
+    for path in (".env", "app/.env", "app/main.py", ".git/config", ".git/hooks/pre-commit", "keys/id_rsa"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("x")
+    shield = ShieldConfig.model_validate(
+        {
+            "rules": [
+                {"name": "env", "decision": "deny", "paths": ["**/.env"]},
+                {"name": "keys", "decision": "deny", "class": "read", "paths": ["keys/**"]},
+                {"name": "git", "decision": "deny", "class": ["write", "delete"], "paths": [".git/**"]},
+                {"name": "only-bash", "decision": "deny", "tools": ["bash"], "paths": ["app/**"]},
+            ]
+        }
+    )
+    masked, read_only = denied_paths(shield, tmp_path)
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in masked) == [".env", "app/.env", "keys"]
+    assert [p.relative_to(tmp_path).as_posix() for p in read_only] == [".git"]
+
+
+def _settings(tmp_path: Path, **backend: object) -> AgentSettings:
+    return AgentSettings(
+        card=CardSettings(name="boxed"),
+        backend=OpenCodeBackend(workdir=tmp_path / "workspace", **backend),  # type: ignore[arg-type]
+        state_dir=tmp_path / "state",
+        runtime=SandboxRuntime(),
+    )
+
+
+def test_the_command_line_unshares_everything_and_binds_no_home(tmp_path: Path) -> None:
+    plan = SandboxPlan(workdir=tmp_path / "ws", writable=[tmp_path / "own"], egress_socket=tmp_path / "s" / "e.sock")
+    argv = plan.command(Path("/usr/bin/bwrap"), ["opencode", "serve"])
+    options = argv[: argv.index("--")]
+    for required in ("--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent"):
+        assert required in options
+    bound = {options[i + 1] for i, option in enumerate(options) if option in ("--bind", "--ro-bind", "--ro-bind-try")}
+    assert str(Path.home()) not in bound and "/" not in bound and "/run" not in bound
+    assert argv[-3:] == ["--", "opencode", "serve"]
+
+
+@pytest.mark.parametrize("workdir", ["HOME", "STATE"])
+def test_a_workspace_that_would_show_home_or_state_is_refused(tmp_path: Path, workdir: str) -> None:
+    settings = _settings(tmp_path)
+    folder = Path.home() if workdir == "HOME" else tmp_path
+    settings.backend.workdir = folder
+    with pytest.raises(ConfigError, match="would show"):
+        Sandbox(settings, AutoApprove(True), None).plan([tmp_path / "state" / "opencode"])
+
+
+def test_the_agents_own_endpoints_are_allowed_and_loopback_ones_forwarded(tmp_path: Path) -> None:
+    settings = _settings(
+        tmp_path,
+        provider={"id": "m", "base_url": "http://127.0.0.1:8765/v1", "models": ["x"]},
+        mcp_servers={"docs": {"url": "https://mcp.example.com/mcp"}},
+    )
+    described = Sandbox(settings, AutoApprove(True), None).describe()
+    assert described["network"]["allowed"] == ["127.0.0.1:8765", "mcp.example.com:443"]
+    assert not (tmp_path / "state").exists(), "describing the sandbox creates nothing"
