@@ -58,6 +58,7 @@ class Permission:
     command: str | None = None
     url: str | None = None
     raw: dict[str, Any] = field(default_factory=dict)
+    workdir: str | None = None  # where a shell command runs (OpenCode's bash `workdir`); None: the workspace
 
 
 @dataclass(frozen=True, slots=True)

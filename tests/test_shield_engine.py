@@ -173,7 +173,10 @@ def test_sentences_stay_on_one_short_line(workspace: Path) -> None:
         ({"hosts": ["docs.python.org"]}, bash("curl https://docs.python.org"), "ask"),  # hosts: URLs only
         ({"commands": ["cat *"], "workspace": "inside"}, bash("cat src/app.py"), "allow"),
         ({"commands": ["cat *"], "workspace": "inside"}, bash("cat /etc/hosts"), "ask"),
-        ({"commands": ["cat *"]}, bash("cat /etc/hosts"), "allow"),  # without `workspace`, anywhere
+        ({"commands": ["cat *"]}, bash("cat /etc/hosts"), "ask"),  # without `workspace`, inside only
+        ({"commands": ["cat *"], "workspace": "any"}, bash("cat /etc/hosts"), "allow"),
+        ({"commands": ["cat *"], "workspace": "outside"}, bash("cat /etc/hosts"), "allow"),
+        ({"paths": ["/etc/hosts"]}, read("/etc/hosts"), "allow"),  # paths named: the rule says where
         ({"commands": ["cat *"]}, bash("CAT src/app.py"), "ask"),
     ],
 )

@@ -58,7 +58,6 @@ def _rule(**keys: Any) -> dict[str, Any]:
         (_rule(paths=["[abc"]), "paths", "never closed"),
         (_rule(paths=["src/**.py"]), "paths", "whole segment"),
         (_rule(paths=["../etc/*"]), "paths", "`..`"),
-        (_rule(paths=["~/.ssh/*"]), "paths", "`~`"),
         (_rule(paths=[]), "paths", "is empty"),
         (_rule(commands=["rm\\"]), "commands", "end with"),
         (_rule(commands=[" "]), "commands", "non-empty"),

@@ -8,8 +8,9 @@
     format_table(rules, defaults=shield.defaults)   # the rules as a table
 
 Modules: classes (kind -> class, destructive commands), shell (lexer), commands (compound commands taken
-apart), paths, hosts, globs, rules (the `shield:` section), floor (operator rules are a floor), items
-(a request taken apart), matching, engine (Shield), explain (sentences and tables).
+apart), writes (the files commands write by options and operands), paths, hosts, globs, rules (the
+`shield:` section), floor (operator rules are a floor), items (a request taken apart), matching, engine
+(Shield), explain (sentences and tables).
 """
 
 from a2a_wrapper.shield.classes import CLASSES, KIND_CLASSES, Class, Outcome, kind_class

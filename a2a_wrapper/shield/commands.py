@@ -6,10 +6,13 @@ sets a variable (`for PATH in .` would change what runs). Wrappers give a part f
 *and* one for the command they run: `bash -c '…'`, `sh -c`, `su -c`, `eval`, `watch`, `env X=1 cmd`,
 `sudo cmd`, `nohup`, `timeout`, `nice`, `xargs cmd` (whose arguments come from stdin, so unknown),
 `find -exec cmd ;`. A rule must allow every part. Interpreters' code (`python -c`, `node -e`) is opaque.
+A part is *computed* when a word of its command, or of a redirection (a here-string too), is computed at run
+time. Builtins that evaluate arithmetic on their arguments (`let`, `declare -i`, `read 'a[$(…)]'`) are refused.
 """
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from itertools import pairwise
 
 from a2a_wrapper.shield.classes import command_name
 from a2a_wrapper.shield.shell import MAX_DEPTH, Op, Token, Unparseable, Word, lex
@@ -20,6 +23,11 @@ _KEYWORDS = frozenset({"!", "{", "}", "then", "else", "elif", "do", "done", "fi"
 _REFUSED = frozenset({"case", "esac", "select", "function", "coproc", "[[", "]]"})
 _HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
 _FD_TARGET = re.compile(r"[0-9]+-?|-")
+_DECLARERS = frozenset({"declare", "typeset", "local", "readonly", "export"})
+# builtins that take variable names: a name `a[…]` evaluates its subscript as arithmetic, which can run `$(…)`
+_NAME_TAKERS = _DECLARERS | {"read", "unset", "mapfile", "readarray", "getopts", "wait"}
+_V_NAME_TAKERS = frozenset({"printf", "test", "["})  # only the name after `-v`
+_SUBSCRIPTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[")
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "fish"})
 # wrapper -> (its options that take a value, positional words before the command it runs)
 WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
@@ -55,6 +63,7 @@ class Part:
     words: tuple[Word, ...]
     redirect: str | None = None
     wrapper: bool = False  # runs another command, which is a part of its own
+    computed: bool = False  # a word of it (or of its command's redirections) is known only when the shell runs
 
     @property
     def text(self) -> str:
@@ -80,8 +89,9 @@ def _parts(tokens: list[Token], depth: int) -> list[Part]:
         for word in (*words, *(target for _, target in redirects)):
             for inner in word.inner:
                 parts += _parts(list(inner), depth + 1)
-        parts += [Part((target,), op) for op, target in redirects if _opens_file(op, target)]
-        parts += _command_parts(words, depth)
+        parts += [Part((target,), op, computed=target.dynamic) for op, target in redirects if _opens_file(op, target)]
+        computed = any(word.dynamic for word in (*words, *(target for _, target in redirects)))
+        parts += [replace(part, computed=computed) for part in _command_parts(words, depth)]
     return parts
 
 
@@ -148,8 +158,21 @@ def _command_parts(words: list[Word], depth: int) -> list[Part]:
         raise Unparseable(f"the command name `{name.text}` is known only when the shell runs")
     if not name.quoted and name.text in _REFUSED:
         raise Unparseable(f"`{name.text}` is not checked; write plain commands")
+    _check_arithmetic(part.command)
     inner = _inner(list(part.command), depth)
     return [Part(part.words, wrapper=inner is not None), *(inner or [])]
+
+
+def _check_arithmetic(words: tuple[Word, ...]) -> None:
+    """Refuse what makes bash evaluate a word as arithmetic: `let`, integer and nameref attributes, subscripts."""
+    name, args = command_name(words[0].text), [word.text for word in words[1:]]
+    if name == "let":
+        raise Unparseable("`let` evaluates arithmetic, which is not checked")
+    if name in _DECLARERS and any(a.startswith(("-", "+")) and set(a[1:]) & set("in") for a in args):
+        raise Unparseable(f"`{name} -i` and `{name} -n` make later values arithmetic or names; not checked")
+    names = args if name in _NAME_TAKERS else [b for a, b in pairwise(args) if a == "-v"]
+    if name in _NAME_TAKERS | _V_NAME_TAKERS and any(_SUBSCRIPTED.match(n) for n in names):
+        raise Unparseable(f"a subscripted name given to `{name}` is evaluated as arithmetic, which is not checked")
 
 
 def _inner(words: list[Word], depth: int) -> list[Part] | None:

@@ -7,7 +7,9 @@ Three layers of rules: the operator's (a floor for every agent), the agent's, an
   3. else any matching ask: ask; any matching allow: allow;
   4. else the default of the item's class, raised to ask when it names a path outside the workspace.
 Across the items deny beats ask beats allow. An item that cannot be checked (unparseable command, NUL
-byte, bad URL, a command with no text) is denied, and so is any request whose checking raises.
+byte, bad URL, a command with no text) is denied, and so is any request whose checking raises. An item
+with a word known only at run time, or an option the shield cannot judge, matches no allow rule
+(matching.py): it is asked or denied as rules and defaults say.
 
 Built-in defaults: read allow, write ask, delete ask, execute ask, network ask, mcp ask, other deny;
 anything outside the workspace at least ask. An agent's defaults may be stricter than the operator's,
@@ -119,8 +121,9 @@ class Shield:
         if any(item.problem for item in items) or (not commands and any(item.unplaced for item in items)):
             raise ShieldError(f"shield: no rule can be made from request {request.id}: the shield cannot check it")
         tools = (escape(request.tool),)
-        if commands:
-            return Rule(name=name, decision="allow", tools=tools, commands=commands)
+        if commands:  # the person saw where it runs: an approved command outside stays allowed there
+            where = None if all(inside(item, self._workspace) for item in items) else "any"
+            return Rule(name=name, decision="allow", tools=tools, commands=commands, workspace=where)
         return Rule(
             name=name,
             decision="allow",

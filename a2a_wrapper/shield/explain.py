@@ -54,6 +54,8 @@ def _sentence(request: Permission, step: Step, compound: bool) -> str:
     part = f" for its part `{_shown(item.label)}`" if compound and item.label != request.command else ""
     why = f"(rule `{step.rule}`: class {item.cls})"
     reason = f" {step.reason}" if step.reason else ""
+    if item.unallowed:  # the allow rules that would have matched its text did not: say why
+        reason += f" No rule may allow it: {_shown(item.unallowed)}."
     if step.outcome == "deny":
         return (
             f"The shield denied {what}{part} {why}.{reason} Do not retry it; "
@@ -96,7 +98,9 @@ def format_explanation(explanation: Explanation) -> str:
     for step in explanation.steps:
         item = step.item
         rows.append((_shown(item.label), item.cls, ", ".join(step.matched) or "-", step.outcome, step.rule))
-    return "\n".join(head) + text_table(rows)
+    unallowed = [step.item for step in explanation.steps if step.item.unallowed]
+    notes = [f"no rule may allow `{_shown(item.label)}`: {item.unallowed}" for item in unallowed]
+    return "\n".join([*head[:-1], *notes, ""]) + text_table(rows)
 
 
 def format_table(

@@ -59,7 +59,7 @@ def _within(key: str, mine: Any, theirs: Any) -> bool:
     if key == "class":
         return set(mine) <= set(theirs)
     if key == "workspace":
-        return bool(mine == theirs)
+        return bool(mine == theirs or theirs == "any")
     within = {"tools": _glob_within, "commands": _glob_within, "paths": _path_within, "hosts": _host_within}[key]
     return all(any(within(pattern, floor) for floor in theirs) for pattern in mine)
 

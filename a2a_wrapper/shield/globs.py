@@ -2,7 +2,8 @@
 
 Paths: `*` and `?` stay inside one folder, `**` (a whole segment) crosses folders, `[abc]`, `[a-z]`,
 `[!a]` are character classes, `\\` escapes. A pattern starting with `/` is absolute, one starting with `**/`
-matches anywhere, any other is relative to the workspace. `.`, `..` and `~` are refused: write the path.
+matches anywhere, one starting with `~/` or `~user/` is under that home, any other is relative to the
+workspace. `.` and `..` are refused: write the path.
 Commands and tool names: `*` matches anything (spaces too), `\\` escapes, nothing else is special;
 a pattern ending in ` *` also matches the command alone (`ls *` matches `ls`).
 The matcher backtracks only to the last `*`, so it is O(len(pattern) * len(text)): no catastrophic cases.
@@ -38,8 +39,6 @@ class GlobError(ValueError):
 
 def check_path_glob(pattern: str) -> str:
     _check_text(pattern)
-    if pattern.startswith("~"):
-        raise GlobError("`~` is not expanded; write the absolute path")
     segments = pattern.strip("/").split("/") if pattern != "/" else []
     for segment in segments:
         if segment in ("", ".", ".."):

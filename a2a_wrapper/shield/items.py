@@ -1,10 +1,13 @@
 """A request taken apart into what the shield decides: each part of its command, and its own target.
 
 A command part names paths: its arguments (`--file=X` gives X), its command if written as a path, and a
-redirection's file; relative ones are resolved from every folder the command may have `cd`-ed to. The
-arguments of a command are not known to be paths, so every one is treated as one: that only ever makes a
-part stricter to allow. Redirections are parts of their own: `> f` truncates (delete), `>> f` appends
-(write), `< f` reads; `/dev/null` and descriptor copies (`2>&1`) are left out.
+redirection's file; relative ones are resolved from the request's `workdir` (the workspace by default) and
+every folder the command may have `cd`-ed to; the workdir itself is a path every part names. The arguments
+of a command are not known to be paths, so every one is treated as one: that only ever makes a part stricter
+to allow. Redirections are parts of their own: `> f` truncates (delete), `>> f` appends (write), `< f` reads;
+`/dev/null` and descriptor copies (`2>&1`) are left out. Each file a command writes by an option or operand
+(writes.py) is an item of its own, of class write or delete. A part with a word computed at run time, or an
+option the shield cannot judge, carries why no allow rule may match it (`unallowed`).
 """
 
 from dataclasses import dataclass, replace
@@ -13,8 +16,9 @@ from a2a_wrapper.events import Permission
 from a2a_wrapper.shield.classes import Class, command_name, destructive, kind_class, loose
 from a2a_wrapper.shield.commands import Part, split
 from a2a_wrapper.shield.hosts import BadUrl, url_host
-from a2a_wrapper.shield.paths import Workspace, argument_text
+from a2a_wrapper.shield.paths import Workspace, argument_text, home_paths
 from a2a_wrapper.shield.shell import Unparseable, Word
+from a2a_wrapper.shield.writes import unjudged, written
 
 _FILE_KINDS = frozenset({"read", "edit", "write", "delete", "move"})  # tools that act on a named file
 
@@ -45,6 +49,7 @@ class Item:
     unplaced: bool = False  # it names a path known only when it runs
     host: str | None = None
     problem: str | None = None  # why it cannot be checked at all: it is denied
+    unallowed: str | None = None  # why no allow rule may match it (a word known only at run time, …)
 
 
 def items_of(request: Permission, workspace: Workspace) -> list[Item]:
@@ -55,7 +60,8 @@ def items_of(request: Permission, workspace: Workspace) -> list[Item]:
         if cls == "execute":
             return [Item(request.tool, cls, request.tool, problem="the request names no command to check")]
         return [_target(request, cls, workspace)]
-    named = _target(replace(request, url=None), cls, workspace)
+    named = _target(replace(request, url=None, paths=(*request.paths, *_workdir(request))), cls, workspace)
+    start = workspace.root if request.workdir is None else workspace.resolve(request.workdir, workspace.root)
     items = [
         replace(
             item,
@@ -63,7 +69,7 @@ def items_of(request: Permission, workspace: Workspace) -> list[Item]:
             unplaced=item.unplaced or named.unplaced,
             problem=item.problem or named.problem,
         )
-        for item in _command_items(request.command, request.tool, workspace)
+        for item in _command_items(request.command, request.tool, workspace, start)
     ]
     if request.url is not None:
         items.append(_target(replace(request, paths=()), "network", workspace))
@@ -91,8 +97,13 @@ def part_class(part: Part) -> Class:
     return "execute"
 
 
+def _workdir(request: Permission) -> tuple[str, ...]:
+    return () if request.workdir is None else (request.workdir,)
+
+
 def _target(request: Permission, cls: Class, workspace: Workspace) -> Item:
     paths = [workspace.resolve(path, workspace.root) for path in request.paths]
+    guessed = [home for path in request.paths for home in home_paths(path)]
     problem = "a path contains a NUL byte" if any("\0" in path for path in request.paths) else None
     host = None
     if request.url is not None:
@@ -101,14 +112,14 @@ def _target(request: Permission, cls: Class, workspace: Workspace) -> Item:
         except BadUrl as exc:
             problem = f"the URL {exc}"
     label = request.url or ", ".join(request.paths) or request.tool
-    placed = tuple(path for path in paths if path is not None)
+    placed = tuple(dict.fromkeys([*(path for path in paths if path is not None), *guessed]))
     # A file tool that names no file (some ACP agents ask before they know it): its target is unknown, so no
     # rule can place it inside the workspace.
     unplaced = None in paths or (request.kind in _FILE_KINDS and not request.paths)
     return Item(label, cls, request.tool, paths=placed, unplaced=unplaced, host=host, problem=problem)
 
 
-def _command_items(command: str, tool: str, workspace: Workspace) -> list[Item]:
+def _command_items(command: str, tool: str, workspace: Workspace, start: str | None) -> list[Item]:
     try:
         parts = split(command)
     except Unparseable as exc:
@@ -116,9 +127,9 @@ def _command_items(command: str, tool: str, workspace: Workspace) -> list[Item]:
     if not parts:
         return [Item(command, "execute", tool, problem="the command is empty")]
     items: list[Item] = []
-    cwds: list[str | None] = [workspace.root]
+    cwds: list[str | None] = [start]
     for part in parts:
-        items.append(_part_item(part, tool, workspace, cwds))
+        items += [_part_item(part, tool, workspace, cwds), *_written_items(part, tool, workspace, cwds)]
         cwds = _folders_after(part, workspace, cwds)
     return items
 
@@ -131,12 +142,7 @@ def _part_item(part: Part, tool: str, workspace: Workspace, cwds: list[str | Non
         name_at = len(part.words) - len(words)  # the command name is a path only when written as one
         arguments = [word for i, word in enumerate(part.words) if i != name_at or "/" in word.text]
         named = [(word, argument_text(word)) for word in arguments]
-    paths: list[str] = []
-    unplaced = False
-    for word, text in named:
-        found = None if text is None else workspace.word_paths(word, text, cwds)
-        unplaced = unplaced or (text is not None and found is None)
-        paths += found or []
+    paths, unplaced = _placed([(word, text) for word, text in named if text is not None], workspace, cwds)
     folded = " ".join([command_name(words[0].text), *(w.text for w in words[1:])]) if words else part.text
     return Item(
         part.text,
@@ -144,9 +150,46 @@ def _part_item(part: Part, tool: str, workspace: Workspace, cwds: list[str | Non
         tool,
         command=part.text,
         folded_command=loose(folded),
-        paths=tuple(dict.fromkeys(paths)),
+        paths=paths,
         unplaced=unplaced,
+        unallowed=_unallowed(part),
     )
+
+
+def _written_items(part: Part, tool: str, workspace: Workspace, cwds: list[str | None]) -> list[Item]:
+    """One item per file the command writes by an option or operand (`--output=F`, `tee F`), judged by paths."""
+    items = []
+    for word, text, cls in [] if part.redirect else written(part.command):
+        paths, unplaced = _placed([(word, text)], workspace, cwds)
+        label = f"{text} (written by {part.command[0].text})"
+        items.append(Item(label, cls, tool, paths=paths, unplaced=unplaced, unallowed=_unallowed(part)))
+    return items
+
+
+def _placed(
+    named: list[tuple[Word, str]], workspace: Workspace, cwds: list[str | None]
+) -> tuple[tuple[str, ...], bool]:
+    """The real paths the words name, and whether some cannot be placed (those count by their home guesses)."""
+    paths: list[str] = []
+    unplaced = False
+    for word, text in named:
+        found = workspace.word_paths(word, text, cwds)
+        unplaced = unplaced or found is None
+        paths += home_paths(text) if found is None else found
+    return tuple(dict.fromkeys(paths)), unplaced
+
+
+def _unallowed(part: Part) -> str | None:
+    """Why no allow rule may match this part: what it runs is known only when the shell runs it."""
+    dynamic = next((word.text for word in part.words if word.dynamic), None)
+    if dynamic is not None:
+        return f"its word `{dynamic}` is known only when the shell runs"
+    if part.computed:
+        return "a word of its redirections (a here-string too) is known only when the shell runs"
+    option_glob = next((word.text for word in part.command[1:] if word.glob and word.text.startswith("-")), None)
+    if option_glob is not None:
+        return f"its glob `{option_glob}` expands to options known only when the shell runs"
+    return None if part.redirect else unjudged(part.command)
 
 
 def _folders_after(part: Part, workspace: Workspace, cwds: list[str | None]) -> list[str | None]:

@@ -1,24 +1,29 @@
 """Whether a rule matches an item: every matcher the rule has must match.
 
 An allow rule is read strictly: the command's exact characters, every path it names matching a pattern
-(and none unplaced). Deny and ask rules are read loosely: case and compatibility forms folded (`RM`,
-fullwidth rm, `/bin/rm` are `rm`; `.ENV` is `.env`), and one matching path is enough. So normalising can only
-ever make a request stricter.
+(and none unplaced); it never matches an item whose words are known only at run time (`unallowed`), and one
+with neither `workspace` nor `paths` matches only items inside the workspace (`workspace: outside` or `any`
+says otherwise). Deny and ask rules are read loosely: case and compatibility forms folded (`RM`, fullwidth
+rm, `/bin/rm` are `rm`; `.ENV` is `.env`), one matching path is enough, and `class: write` covers deletes
+(truncating is writing too). So normalising can only ever make a request stricter. A path pattern starting
+with `~` or `~user` is under that home (see paths.homes).
 """
 
-from a2a_wrapper.shield.globs import command_matches, path_matches
+from a2a_wrapper.shield.globs import command_matches, escape, path_matches
 from a2a_wrapper.shield.hosts import host_matches
 from a2a_wrapper.shield.items import Item
-from a2a_wrapper.shield.paths import Workspace
+from a2a_wrapper.shield.paths import Workspace, homes
 from a2a_wrapper.shield.rules import Rule
 
 
 def matches(rule: Rule, item: Item, workspace: Workspace) -> bool:
     strict = rule.decision == "allow"
+    if strict and item.unallowed:
+        return False
     return (
-        (rule.class_ is None or item.cls in rule.class_)
+        (rule.class_ is None or _class_matches(rule.class_, item, strict))
         and (rule.tools is None or any(command_matches(tool, item.tool, folded=not strict) for tool in rule.tools))
-        and (rule.workspace is None or (rule.workspace == "inside") == inside(item, workspace))
+        and _workspace_matches(rule, item, workspace, strict)
         and (rule.paths is None or _paths_match(rule.paths, item, workspace.root, strict))
         and (rule.commands is None or _commands_match(rule.commands, item, strict))
         and (rule.hosts is None or (item.host is not None and any(host_matches(h, item.host) for h in rule.hosts)))
@@ -30,11 +35,30 @@ def inside(item: Item, workspace: Workspace) -> bool:
     return not item.unplaced and all(workspace.holds(path) for path in item.paths)
 
 
+def _class_matches(classes: tuple[str, ...], item: Item, strict: bool) -> bool:
+    return item.cls in classes or (not strict and item.cls == "delete" and "write" in classes)
+
+
+def _workspace_matches(rule: Rule, item: Item, workspace: Workspace, strict: bool) -> bool:
+    # An allow rule that does not name paths or a workspace stance allows only inside the workspace:
+    # `commands: ["git diff *"]` must not allow `git diff --output=/tmp/x`.
+    stance = rule.workspace or ("inside" if strict and rule.paths is None else "any")
+    return stance == "any" or (stance == "inside") == inside(item, workspace)
+
+
 def _paths_match(patterns: tuple[str, ...], item: Item, root: str, strict: bool) -> bool:
     if not item.paths:
         return False
-    hits = [any(path_matches(pattern, path, root, folded=not strict) for pattern in patterns) for path in item.paths]
+    expanded = [each for pattern in patterns for each in _home_expanded(pattern)]
+    hits = [any(path_matches(pattern, path, root, folded=not strict) for pattern in expanded) for path in item.paths]
     return (all(hits) and not item.unplaced) if strict else any(hits)
+
+
+def _home_expanded(pattern: str) -> list[str]:
+    if not pattern.startswith("~"):
+        return [pattern]
+    user, _, rest = pattern[1:].partition("/")
+    return [f"{escape(home).rstrip('/')}/{rest}" for home in homes(user)]
 
 
 def _commands_match(patterns: tuple[str, ...], item: Item, strict: bool) -> bool:

@@ -24,7 +24,9 @@ shield:
 ```
 
 A rule matches when every matcher it has matches (it needs at least one): `class`, `tools`, `paths`,
-`workspace` (inside | outside), `commands` (per part of a compound command), `hosts`. Among all rules that
+`workspace` (inside | outside | any), `commands` (per part of a compound command), `hosts`. An allow rule
+without `paths` or `workspace` allows only inside the workspace; say `workspace: outside` or `any` to allow
+more. Among all rules that
 match — the operator's, the agent's and a context's — deny beats ask beats allow; rules do not override
 one another, so put the broad stance in `defaults` and the exceptions in `rules`. An allow rule is read
 strictly (exact characters; every path must match), deny and ask rules loosely (case and compatibility
@@ -59,7 +61,7 @@ class Rule(Section):
     class_: tuple[Class, ...] | None = Field(None, alias="class")
     tools: tuple[str, ...] | None = None
     paths: tuple[str, ...] | None = None
-    workspace: Literal["inside", "outside"] | None = None
+    workspace: Literal["inside", "outside", "any"] | None = None
     commands: tuple[str, ...] | None = None
     hosts: tuple[str, ...] | None = None
     reason: str | None = Field(None, max_length=300, description="Told to the model with a deny.")

@@ -4,9 +4,10 @@ It keeps what `shlex` loses: which characters were quoted. It follows bash, and 
 that bash, dash and zsh read differently (quotes inside a quoted `${…}`, zsh's `${(…)…}`). A word is
 *dynamic* when the shell computes part of it at run time (`$VAR`, `~`, `{a,b}`, `$'…'`, a substitution);
 command substitutions (`$(…)`, backticks, `<(…)`, `>(…)`) are lexed recursively and kept with their word.
-Whatever it does not model — heredocs, arithmetic, `${!x}` and array subscripts (both evaluate arithmetic,
-which can run commands), `case`, unbalanced quotes, NUL bytes, input past MAX_LENGTH or nested past
-MAX_DEPTH — raises Unparseable.
+Whatever it does not model — heredocs, arithmetic, `${!x}`, array subscripts and `${x:offset}` (all evaluate
+arithmetic, which can run commands), `${x@…}` (`@P` runs the `$(…)` in x's value), `case`, unbalanced
+quotes, NUL bytes, input past MAX_LENGTH or nested past MAX_DEPTH — raises Unparseable. Backticks inside
+"…" unescape `\"` in their body, as bash does; inside `${…}` they do not.
 """
 
 import re
@@ -19,6 +20,8 @@ _REFUSED_OPERATORS = {"<<": "a heredoc (<<)", "<<-": "a heredoc (<<-)", ";;": "`
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?")
 _BRACE_EXPANSION = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
 _SPECIAL_PARAMETERS = "@*#?$!-0123456789"
+_PARAMETER = re.compile(r"#?(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])")
+_LITERAL_OFFSET = re.compile(r"[0-9 ()+-]*(?::[0-9 ()+-]*)?}")
 _GLOB = re.compile(r"[*?]|\[.*\]")
 _FD = re.compile(r"[0-9]+")
 
@@ -187,7 +190,7 @@ class _Lexer:
         s, start = self.s, self.i
         nxt = s[self.i + 1 : self.i + 2]
         if s[self.i] == "`":
-            inner.append(tuple(self._backticks()))
+            inner.append(tuple(self._backticks(in_double)))
         elif s.startswith("$((", self.i) or nxt == "[":
             raise Unparseable("arithmetic expansion is not checked")
         elif nxt == "(":
@@ -216,10 +219,12 @@ class _Lexer:
         self.i = sub.i
         return tokens
 
-    def _backticks(self) -> list[Token]:
+    def _backticks(self, in_double: bool) -> list[Token]:
+        # Inside "…", bash also unescapes \" in the body: `"`echo \"'\"; rm x`"` runs rm.
+        escaped = ("`", "\\", "$", '"') if in_double else ("`", "\\", "$")
         s, j, body = self.s, self.i + 1, []
         while j < len(s) and s[j] != "`":
-            if s[j] == "\\" and s[j + 1 : j + 2] in ("`", "\\", "$"):
+            if s[j] == "\\" and s[j + 1 : j + 2] in escaped:
                 j += 1
             body.append(s[j])
             j += 1
@@ -233,13 +238,16 @@ class _Lexer:
         self.i += 2
         if s[self.i : self.i + 1] in ("!", "("):
             raise Unparseable("indirect expansion `${!…}` and zsh's `${(…)…}` flags are not checked")
+        self._check_operator()
         while self.i < len(s) and s[self.i] != "}":
             c = s[self.i]
             if c == "[":
                 raise Unparseable("array subscripts (evaluated as arithmetic) are not checked")
             if in_double and c in "'\"":
                 raise Unparseable("quotes inside a quoted `${…}` are read differently by bash and sh")
-            if c in "$`":
+            if c == "`":  # bash keeps \" as it is in backticks inside ${…}, quoted or not
+                inner.append(tuple(self._backticks(in_double=False)))
+            elif c == "$":
                 self._expansion(inner, in_double=True)
             elif c == '"':
                 self._double_quoted([], inner)
@@ -251,6 +259,17 @@ class _Lexer:
         if self.i >= len(s):
             raise Unparseable("a `${` is never closed")
         self.i += 1
+
+    def _check_operator(self) -> None:
+        """Refuse the `${…}` operators that run code hidden in a variable's value: `${x@P}` (prompt expansion
+        performs `$(…)`) and a `${x:offset}` that is not digits (arithmetic on `a[$(…)]` runs it)."""
+        name = _PARAMETER.match(self.s, self.i)
+        operator = self.s[name.end() if name else self.i :]
+        if operator.startswith("@"):
+            raise Unparseable("`${…@…}` transformations are not checked")
+        if operator.startswith(":") and operator[1:2] not in ("-", "=", "+", "?"):
+            if not _LITERAL_OFFSET.match(operator[1:]):
+                raise Unparseable("a `${…:offset}` that is not plain digits is arithmetic, which is not checked")
 
     def _ansi_c(self) -> None:
         j = self.i + 2

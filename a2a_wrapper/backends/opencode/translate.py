@@ -55,6 +55,7 @@ class Translator:
         self._held: dict[str, list[str]] = {}  # deltas of parts not yet announced
         self._emitted: dict[str, str] = {}  # text emitted per part, to complete it from the final part
         self._tool_status: dict[str, str] = {}
+        self._workdirs: dict[str, str] = {}  # callID -> bash `workdir`: its permission request does not carry it
         self._error: tuple[str, str] | None = None  # (error name, sentence)
         self._prompt_id: str | None = None  # the user message this turn sent
 
@@ -170,6 +171,8 @@ class Translator:
         self._tool_status[call_id] = status
         tool = part.get("tool", "unknown")
         arguments = state.get("input") or {}
+        if arguments.get("workdir"):
+            self._workdirs[call_id] = str(arguments["workdir"])
         if status == "pending" and not arguments:
             return []  # announced before its arguments; the `running` update follows
         if status in ("pending", "running"):
@@ -199,7 +202,9 @@ class Translator:
             paths = tuple(str(p) for p in metadata.get("directories") or ()) or patterns
             if metadata.get("filepath"):
                 paths = (str(metadata["filepath"]),)
-        return [Permission(props["id"], self._kind(kind), kind, paths, command, url, props)]
+        call_id = (props.get("tool") or {}).get("callID") or ""
+        workdir = (metadata.get("workdir") or self._workdirs.get(call_id)) if kind == "bash" else None
+        return [Permission(props["id"], self._kind(kind), kind, paths, command, url, props, workdir)]
 
     def _on_question_asked(self, props: dict[str, Any]) -> list[StreamEvent]:
         questions = props.get("questions") or []
