@@ -10,7 +10,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsError
 
-from a2a_wrapper.config import BACKEND_KINDS, AgentSettings
+from a2a_wrapper.config import BACKEND_KINDS, AgentSettings, SandboxRuntime
 from a2a_wrapper.config_source import read_config_file
 from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.node_config import is_node_config, translate_node_config
@@ -148,6 +148,9 @@ def _resolve_paths(settings: AgentSettings, path: Path) -> AgentSettings:
         updates["system_prompt_file"] = prompt_file
     if settings.operator_rules is not None:
         settings = settings.model_copy(update={"operator_rules": (base / settings.operator_rules).resolve()})
+    if isinstance(settings.runtime, SandboxRuntime):
+        extra = {key: [(base / p).resolve() for p in getattr(settings.runtime, key)] for key in ("read", "write")}
+        settings = settings.model_copy(update={"runtime": settings.runtime.model_copy(update=extra)})
     state_dir = settings.state_dir
     state_dir = (base / state_dir).resolve() if state_dir else default_state_dir(settings.card.name)
     return settings.model_copy(update={"backend": backend.model_copy(update=updates), "state_dir": state_dir})

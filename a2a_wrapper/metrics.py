@@ -55,7 +55,8 @@ class AgentMetrics:
         )
         self._egress = Counter(
             "a2a_wrapper_egress_decisions",
-            "Connections out of the sandbox, by the egress proxy's decision (an ask is counted as deny).",
+            "Connections out of the sandbox by the egress proxy's decision: allow, deny, or ask-denied (a rule said "
+            "ask, which a proxy cannot put to a person, so it denied).",
             ["decision"],
             registry=self.registry,
         )
@@ -82,8 +83,8 @@ class AgentMetrics:
         decided_by: DecidedBy = "rules" if who == "rules" else "deadline" if who == "deadline" else "person"
         self._decisions.labels(cls, outcome, decided_by).inc()
 
-    def egress(self, allowed: bool) -> None:
-        self._egress.labels("allow" if allowed else "deny").inc()
+    def egress(self, outcome: str) -> None:
+        self._egress.labels(outcome).inc()
 
     def watch(self, backend: Backend, sessions: SessionMap, waiting: Callable[[], Mapping[str, int]]) -> None:
         """What is read at scrape time: the backend's restarts, the sessions open, and the turns waiting

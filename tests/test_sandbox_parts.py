@@ -82,7 +82,7 @@ def test_hosts_are_decided_by_the_shields_network_rules(
     decision = policy.decide(destination)
     assert (decision.allowed, decision.rule) == (allowed, rule)
     if not allowed:
-        assert decision.reason == ASK_IS_DENY, "network defaults to ask, which the proxy cannot put to anyone"
+        assert decision.reason == ASK_IS_DENY and decision.outcome == "ask-denied", "network defaults to ask"
 
 
 def test_auto_approve_allows_tool_calls_but_never_a_host() -> None:

@@ -60,7 +60,7 @@ class Sandbox:
         self._settings = settings
         self._runtime = settings.runtime
         self._audit = audit
-        self._counter = counter  # called with (allowed: bool) per egress decision, for the metrics
+        self._counter = counter  # called with each egress decision's outcome, for the metrics
         self._endpoints = set(_endpoints(settings))
         loopback = {d.port: d for d in sorted(self._endpoints, key=str, reverse=True) if d.host in _LOOPBACK}
         self._forwards = [Forward(port, str(d)) for port, d in sorted(loopback.items())]  # one per port inside
@@ -176,7 +176,7 @@ class Sandbox:
 
     async def _record(self, decision: EgressDecision, wait_ms: float) -> None:
         if self._counter is not None:
-            self._counter(decision.allowed)
+            self._counter(decision.outcome)
         if self._audit is None:
             return
         entry = AuditEntry(

@@ -47,6 +47,12 @@ class EgressDecision:
     allowed: bool
     rule: str
     reason: str
+    asked: bool = False  # a rule said ask, which the proxy turned into this deny
+
+    @property
+    def outcome(self) -> str:
+        """allow, deny, or ask-denied: how the metrics and the log name it."""
+        return "allow" if self.allowed else "ask-denied" if self.asked else "deny"
 
 
 Recorder = Callable[[EgressDecision, float], Awaitable[None]]
@@ -80,8 +86,9 @@ def _as_request(destination: Destination) -> Permission:
 def _egress(destination: Destination, decision: Decision) -> EgressDecision:
     if decision.outcome == "allow":
         return EgressDecision(destination, True, decision.rule, decision.reason)
-    reason = ASK_IS_DENY if decision.outcome == "ask" else decision.reason
-    return EgressDecision(destination, False, decision.rule, reason)
+    if decision.outcome == "ask":
+        return EgressDecision(destination, False, decision.rule, ASK_IS_DENY, asked=True)
+    return EgressDecision(destination, False, decision.rule, decision.reason)
 
 
 def endpoint(url: str) -> Destination:
@@ -144,7 +151,9 @@ class EgressProxy:
         decision = self._policy.decide(destination)
         await self._record(decision, (time.monotonic() - started) * 1000)
         if not decision.allowed:
-            log.info("egress: %s %s denied by %s: %s", method, destination, decision.rule, decision.reason)
+            log.info(
+                "egress: %s %s %s by %s: %s", method, destination, decision.outcome, decision.rule, decision.reason
+            )
             await _answer(writer, 403, f"Forbidden by the sandbox: {decision.reason}")
             return
         log.info("egress: %s %s allowed by %s", method, destination, decision.rule)

@@ -118,7 +118,8 @@ class SandboxPlan:
             "forward": [[forward.port, forward.target] for forward in self.forwards],
             "serve": [[str(path), port] for path, port in self.serve],
         }
-        return [sys.executable, "-I", "-S", bridge.__file__, json.dumps(spec), "--", *argv]
+        # The real interpreter: a venv's `bin/python` is a link through folders the sandbox may not have.
+        return [os.path.realpath(sys.executable), "-I", "-S", bridge.__file__, json.dumps(spec), "--", *argv]
 
 
 def _mask(path: Path) -> list[str]:
@@ -130,6 +131,8 @@ def _mask(path: Path) -> list[str]:
 
 
 def _python_paths() -> list[Path]:
-    """The interpreter the bridge runs on, and its standard library."""
+    """The interpreter the bridge runs on and its standard library."""
     interpreter = Path(os.path.realpath(sys.executable)).parent
-    return [Path(sys.base_prefix), Path(sys.prefix), interpreter, Path(bridge.__file__).parent]
+    # The wrapper's own environment too: MCP servers are often its Python with packages of the same venv.
+    prefixes = [Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()]
+    return [*prefixes, interpreter, Path(bridge.__file__).resolve().parent]
