@@ -159,6 +159,30 @@ def test_a_written_file_is_judged_by_path_rules(ws: Path, command: str, outcome:
 
 
 @pytest.mark.parametrize(
+    ("rule", "outcome"),
+    [
+        ({"commands": ["pytest *"], "workspace": "inside"}, "ask"),  # running pytest, not writing its report
+        ({"commands": ["pytest *"], "class": ["execute", "write"], "workspace": "inside"}, "allow"),
+        ({"commands": ["pytest *"], "class": ["execute"], "workspace": "inside"}, "ask"),
+    ],
+)
+def test_a_commands_rule_covers_what_it_writes_when_its_class_says_so(
+    ws: Path, rule: dict[str, Any], outcome: str
+) -> None:
+    shield = shield_for(ws, {"name": "pytest", "decision": "allow", **rule})
+    assert decided(shield, bash("pytest --junitxml=report.xml"))[0] == outcome
+
+
+@pytest.mark.parametrize("command", ["touch notes.txt", "pytest --junitxml=report.xml", "tee -a log.txt"])
+def test_always_covers_the_files_the_command_writes(shield: Shield, command: str) -> None:
+    request = bash(command)
+    assert shield.decide(request).outcome == "ask"
+    always = shield.for_context([shield.always_rule(request, "always-1")])
+    assert always.decide(request).outcome == "allow"
+    assert always.decide(bash(command + " other.txt")).outcome == "ask"
+
+
+@pytest.mark.parametrize(
     "command",
     [
         "echo x > .git/config",

@@ -123,7 +123,8 @@ class Shield:
         tools = (escape(request.tool),)
         if commands:  # the person saw where it runs: an approved command outside stays allowed there
             where = None if all(inside(item, self._workspace) for item in items) else "any"
-            return Rule(name=name, decision="allow", tools=tools, commands=commands, workspace=where)
+            classes = tuple(dict.fromkeys(item.cls for item in items)) if any(i.written for i in items) else None
+            return Rule(name=name, decision="allow", tools=tools, commands=commands, workspace=where, class_=classes)
         return Rule(
             name=name,
             decision="allow",

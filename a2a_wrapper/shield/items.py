@@ -50,6 +50,7 @@ class Item:
     host: str | None = None
     problem: str | None = None  # why it cannot be checked at all: it is denied
     unallowed: str | None = None  # why no allow rule may match it (a word known only at run time, …)
+    written: bool = False  # a file its command writes by an option or operand (`command` is that command's)
 
 
 def items_of(request: Permission, workspace: Workspace) -> list[Item]:
@@ -162,7 +163,8 @@ def _written_items(part: Part, tool: str, workspace: Workspace, cwds: list[str |
     for word, text, cls in [] if part.redirect else written(part.command):
         paths, unplaced = _placed([(word, text)], workspace, cwds)
         label = f"{text} (written by {part.command[0].text})"
-        items.append(Item(label, cls, tool, paths=paths, unplaced=unplaced, unallowed=_unallowed(part)))
+        command = replace(_part_item(part, tool, workspace, cwds), label=label, cls=cls, paths=paths, unplaced=unplaced)
+        items.append(replace(command, written=True))
     return items
 
 

@@ -3,10 +3,11 @@
 An allow rule is read strictly: the command's exact characters, every path it names matching a pattern
 (and none unplaced); it never matches an item whose words are known only at run time (`unallowed`), and one
 with neither `workspace` nor `paths` matches only items inside the workspace (`workspace: outside` or `any`
-says otherwise). Deny and ask rules are read loosely: case and compatibility forms folded (`RM`, fullwidth
-rm, `/bin/rm` are `rm`; `.ENV` is `.env`), one matching path is enough, and `class: write` covers deletes
-(truncating is writing too). So normalising can only ever make a request stricter. A path pattern starting
-with `~` or `~user` is under that home (see paths.homes).
+says otherwise); its `commands` cover the files a command writes only when it names a `class`. Deny and ask
+rules are read loosely: case and compatibility forms folded (`RM`, fullwidth rm, `/bin/rm` are `rm`; `.ENV`
+is `.env`), one matching path is enough, and `class: write` covers deletes (truncating is writing too). So
+normalising can only ever make a request stricter. A path pattern starting with `~` or `~user` is under
+that home (see paths.homes).
 """
 
 from a2a_wrapper.shield.globs import command_matches, escape, path_matches
@@ -25,7 +26,7 @@ def matches(rule: Rule, item: Item, workspace: Workspace) -> bool:
         and (rule.tools is None or any(command_matches(tool, item.tool, folded=not strict) for tool in rule.tools))
         and _workspace_matches(rule, item, workspace, strict)
         and (rule.paths is None or _paths_match(rule.paths, item, workspace.root, strict))
-        and (rule.commands is None or _commands_match(rule.commands, item, strict))
+        and (rule.commands is None or _commands_match(rule, item, strict))
         and (rule.hosts is None or (item.host is not None and any(host_matches(h, item.host) for h in rule.hosts)))
     )
 
@@ -61,8 +62,11 @@ def _home_expanded(pattern: str) -> list[str]:
     return [f"{escape(home).rstrip('/')}/{rest}" for home in homes(user)]
 
 
-def _commands_match(patterns: tuple[str, ...], item: Item, strict: bool) -> bool:
+def _commands_match(rule: Rule, item: Item, strict: bool) -> bool:
+    patterns = rule.commands or ()
     if strict:
-        return item.command is not None and any(command_matches(p, item.command) for p in patterns)
+        # `commands: ["pytest *"]` allows running pytest, not the files it writes: that takes `class: write`
+        consented = not item.written or rule.class_ is not None
+        return consented and item.command is not None and any(command_matches(p, item.command) for p in patterns)
     text = item.folded_command
     return text is not None and any(command_matches(p, text, folded=True) for p in patterns)
