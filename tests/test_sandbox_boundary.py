@@ -141,3 +141,18 @@ async def test_paths_the_shield_denies_are_masked_even_when_a_command_hides_them
     assert "done" in said and "top-secret-value" not in said
     assert (workdir / ".git" / "config").read_text() == "[core]\n"
     assert (workdir / ".env").read_text() == "TOKEN=top-secret-value\n", "masked, not removed"
+
+
+async def test_no_way_out_of_the_sandbox(harness: Harness, http: httpx.AsyncClient) -> None:
+    """No nested user namespace (the way to regain capabilities), no capabilities, no new privileges."""
+    command = (
+        "unshare -Ur true 2>/dev/null && echo nested-allowed || echo nested-refused; "
+        "grep -E '^(CapEff|NoNewPrivs)' /proc/self/status | tr -s '\\t' ' '"
+    )
+    async with harness.serving(auto_approve=True) as served:
+        events = await stream(http, served.jsonrpc, bash(command))
+        assert final_state(events) == "TASK_STATE_COMPLETED"
+        health = (await http.get(served.url + "/health")).json()
+    said = answer_text(events)
+    assert "nested-refused" in said and "CapEff: 0000000000000000" in said and "NoNewPrivs: 1" in said
+    assert health["runtime"]["kind"] == "sandbox" and str(served.workdir.resolve()) in health["runtime"]["writable"]
