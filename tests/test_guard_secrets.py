@@ -4,6 +4,7 @@ import io
 import json
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -28,6 +29,14 @@ JWT = (
 )
 PEM_BODY = "MIIEpAIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8PbnGy0AHB7MhgHcTz6sE2I2yPB\naGVsbG8gd29ybGQ=\n"
 PEM = "-----BEGIN RSA PRIVATE KEY-----\n" + PEM_BODY + "-----END RSA PRIVATE KEY-----"
+OPENSSH = [
+    "-----BEGIN OPENSSH PRIVATE KEY-----",
+    "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW",
+    "QyNTUxOQAAACBkZWFkYmVlZmRlYWRiZWVmZGVhZGJlZWZkZWFkYmVlZgAAAJi7mA0Tu5gN",
+    "EwAAAAtzc2gtZWQyNTUxOQAAACBkZWFkYmVlZmRlYWRiZWVmZGVhZGJlZWZkZWFkYmVlZg",
+    "AAAEAK0p1bGlldDpSb21lbzpKdWxpZXQ6Um9tZW86SnVsaWV0OlJvbWVvOkp1bGlldDpS==",
+    "-----END OPENSSH PRIVATE KEY-----",
+]
 
 
 def marker(kind: str) -> str:
@@ -71,7 +80,36 @@ REDACTED = [
     ("api_key: s3cr3t99", f"api_key: {marker('credential')}"),
     ("mysql --password=hunter42 db", f"mysql --password={marker('credential')} db"),
     (f"OPENAI_API_KEY={OPENAI}", f"OPENAI_API_KEY={marker('credential')}"),
+    # a key printed as Python's list of lines, and an encrypted PEM key (headers, then a blank line)
+    (str([line + "\n" for line in OPENSSH]), f"['{marker('private-key')}\\n']"),
+    (
+        "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,3F17F5316E2BAC89\n\n"
+        + PEM_BODY
+        + "-----END RSA PRIVATE KEY-----",
+        marker("private-key"),
+    ),
 ]
+
+# The line prefixes of numbered listings: a key read through any of them is still one key.
+GUTTERS = {
+    "opencode read": lambda n: f"{n}: ",
+    "older opencode read": lambda n: f"{n:05d}| ",
+    "cat -n": lambda n: f"{n:6d}\t",
+    "grep -n": lambda n: f"{n}:",
+    "grep -Hn -A (context lines)": lambda n: f"keys/id_ed25519{':' if n == 1 else '-'}{n}{':' if n == 1 else '-'}",
+    "grep --color -n": lambda n: f"\x1b[32m{n}\x1b[m\x1b[36m:\x1b[m",
+    "less -N": lambda n: f"{n:7d} ",
+    "bat": lambda n: f"{n:4d} \u2502 ",
+    "claude code read": lambda n: f"{n:6d}\u2192",
+    "diff (added)": lambda n: "+",
+    "diff (removed)": lambda n: "-",
+    "quoted": lambda n: "> ",
+}
+
+
+def numbered(gutter: Callable[[int], str], lines: list[str]) -> str:
+    return "\n".join(gutter(n) + line for n, line in enumerate(lines, 1))
+
 
 KEPT = [
     "The quick brown fox jumps over the lazy dog.",
@@ -101,6 +139,19 @@ KEPT = [
 @pytest.mark.parametrize(("text", "expected"), REDACTED)
 def test_credentials_are_replaced_by_a_marker(text: str, expected: str) -> None:
     assert redact(text)[0] == expected
+
+
+@pytest.mark.parametrize("gutter", GUTTERS.values(), ids=GUTTERS.keys())
+def test_a_key_in_a_numbered_listing_is_redacted_whole(gutter: Callable[[int], str]) -> None:
+    listing = f"<content>\n{numbered(gutter, OPENSSH)}\n\n(End of file - total 6 lines)\n</content>"
+    expected = f"<content>\n{gutter(1)}{marker('private-key')}\n\n(End of file - total 6 lines)\n</content>"
+    assert redact(listing)[0] == expected
+
+
+@pytest.mark.parametrize("gutter", GUTTERS.values(), ids=GUTTERS.keys())
+def test_a_key_listing_cut_before_its_end_is_redacted_to_the_end(gutter: Callable[[int], str]) -> None:
+    listing = f"{numbered(gutter, OPENSSH[:3])}\n\n(Output capped at 50 KB. Showing lines 1-3.)\n</content>"
+    assert redact(listing)[0] == gutter(1) + marker("private-key")  # what follows an open key may be key
 
 
 @pytest.mark.parametrize("text", KEPT)
@@ -201,6 +252,8 @@ ADVERSARIAL = {
     "key words": "aws_secret_access_key=" * 45_000,
     "bearers": "bearer " * 140_000,
     "dashes": "-" * 1_000_000,
+    "an open key block": "-----BEGIN RSA PRIVATE KEY-----\n" + "12: a-b\n" * 120_000,
+    "key headers only": "-----BEGIN RSA PRIVATE KEY-----" * 32_000,
 }
 
 

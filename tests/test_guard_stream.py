@@ -9,7 +9,18 @@ import pytest
 
 from a2a_wrapper.guard import StreamRedactor, redact
 from a2a_wrapper.guard.stream import MAX_HOLD
-from tests.test_guard_secrets import ADVERSARIAL, AWS_ID, GITHUB, JWT, KEPT, PEM, REDACTED
+from tests.test_guard_secrets import (
+    ADVERSARIAL,
+    AWS_ID,
+    GITHUB,
+    GUTTERS,
+    JWT,
+    KEPT,
+    OPENSSH,
+    PEM,
+    REDACTED,
+    numbered,
+)
 
 DOCUMENT = f"""Here is the setup. Put this in `.env`:
 
@@ -24,7 +35,8 @@ The config is {{"password": "correct horse", "max_tokens": 100000, "token": "${{
 {PEM}
 Done? Yes: it works, see https://example.com/path?q=1 - bye!"""
 
-CORPUS = [text for text, _ in REDACTED] + KEPT + [DOCUMENT]
+LISTINGS = [f"{numbered(gutter, OPENSSH[:cut])}\n\n(End)" for gutter in GUTTERS.values() for cut in (3, 6)]
+CORPUS = [text for text, _ in REDACTED] + KEPT + [DOCUMENT] + LISTINGS
 
 
 def streamed(chunks: Iterable[str]) -> tuple[str, StreamRedactor]:

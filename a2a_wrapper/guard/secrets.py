@@ -81,6 +81,12 @@ NOT_PLACEHOLDER = seq(not_ahead("[$<{]"), not_ahead(lit("[REDACTED:")))
 UNQUOTED = "[A-Za-z0-9_+/=.~!@#%^*:-]"
 ENV_VALUE = "[^\\s\"'`$;&|<>(){}\\[\\],]"
 PEM_LABEL = seq(run("[A-Z0-9 ]", 0, 40, backtrack=True), lit("PRIVATE KEY"), opt(lit(" BLOCK")), lit("-----"))
+# A private key block runs to its END line, whatever stands between: line numbers and paths of a listing
+# (`12: `, `00012| `, `key.pem-12-`, colour codes), quotes of a printed list, encrypted-key headers. Only a
+# double dash, which key text never holds, cuts it short: an END line (after a diff's or grep's own `-`), a
+# `---` rule, grep's `--` separator. Without either, what follows an open key may be key: it goes too.
+PEM_TEXT = alt(cls("[^-]"), seq(lit("-"), cls("[^-]")))
+PEM_END = seq(opt(lit("-")), lit("-----END "), PEM_LABEL)
 
 
 def _digit_within(letters: str) -> Node:
@@ -100,8 +106,7 @@ def _token(kind: str, prefixes: tuple[str, ...], chars: str, length: int, *, exa
 
 
 SECRETS: tuple[Secret, ...] = (
-    Secret("private-key", seq(lit("-----BEGIN "), PEM_LABEL),
-           tail=Tail(cls("[A-Za-z0-9+/=\\\\\\s]"), closer=seq(lit("-----END "), PEM_LABEL))),
+    Secret("private-key", seq(lit("-----BEGIN "), PEM_LABEL), tail=Tail(PEM_TEXT, closer=PEM_END)),
     _token("aws-access-key", ("AKIA", "ASIA"), "[A-Z0-9]", 16, exact=True),
     Secret("aws-secret-key", before=seq(lit("aws_secret_access_key", "aws-secret-access-key", "aws_secret_key",
                                             "secretaccesskey", "secret_access_key", ci=True), SEP, opt(cls(QUOTE))),
