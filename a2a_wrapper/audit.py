@@ -1,4 +1,8 @@
-"""Every permission decision, recorded in the agent's SQLite file: who, what, which rule, when. No message content."""
+"""Every permission decision, recorded in the agent's SQLite file: who, what, which rule, when. No message content.
+
+A decision's target is a command, a path or a URL, which may carry a credential (`curl -H "Authorization: …"`):
+every entry is redacted by the guard as it is written, whoever writes it.
+"""
 
 import sqlite3
 from dataclasses import astuple, dataclass, fields
@@ -6,6 +10,8 @@ from pathlib import Path
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
+
+from a2a_wrapper.guard import redact_value
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS audit (
@@ -53,10 +59,9 @@ class AuditLog:
 
     async def record(self, entry: AuditEntry) -> None:
         columns = ", ".join(f":{name}" for name in COLUMNS)
+        values = redact_value(astuple(entry))
         async with self._engine.begin() as db:
-            await db.execute(
-                text(f"INSERT INTO audit VALUES ({columns})"), dict(zip(COLUMNS, astuple(entry), strict=True))
-            )
+            await db.execute(text(f"INSERT INTO audit VALUES ({columns})"), dict(zip(COLUMNS, values, strict=True)))
 
 
 def recent(database: Path, limit: int) -> list[AuditEntry]:

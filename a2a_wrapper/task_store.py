@@ -6,6 +6,10 @@ version and wakes a writer that persists, a moment later, the latest version of 
 with an unwritten version are answered from memory; listing waits for the writer first. `close`
 writes whatever is left. A process killed between a save and its write loses that version; the next
 start marks tasks it finds unfinished as failed (see recovery.py).
+
+What is kept of a task passes the guard's redaction first: the caller's own messages may hold a credential,
+and the database outlives the turn. Versions are redacted when written and when read from memory (not on
+every save, which would scan the whole task per chunk), so GetTask shows what the database holds.
 """
 
 import asyncio
@@ -15,9 +19,13 @@ from dataclasses import dataclass
 from a2a.server.context import ServerCallContext
 from a2a.server.owner_resolver import OwnerResolver, resolve_user_scope
 from a2a.server.tasks import TaskStore
-from a2a.types import ListTasksRequest, ListTasksResponse, Task
+from a2a.types import ListTasksRequest, ListTasksResponse, Part, Task
+from google.protobuf.json_format import MessageToDict, ParseDict
+from google.protobuf.struct_pb2 import Struct, Value
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
+
+from a2a_wrapper.guard import redact_value
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +38,40 @@ class _Unwritten:
 
 
 WRITE_DELAY = 0.1  # seconds: lets the event that caused a save reach its client first, and batches chunks
+
+
+def redacted(task: Task) -> Task:
+    """A copy of the task as it may be kept: every part and every metadata redacted; ids and states as they are."""
+    copy = Task()
+    copy.CopyFrom(task)
+    messages = [*copy.history, *([copy.status.message] if copy.status.HasField("message") else [])]
+    holders = [*messages, *copy.artifacts]
+    parts = [part for holder in holders for part in holder.parts]
+    for metadata in (copy.metadata, *(holder.metadata for holder in holders), *(part.metadata for part in parts)):
+        _redact_json(metadata)
+    for part in parts:
+        _redact_content(part)
+    return copy
+
+
+def _redact_content(part: Part) -> None:
+    match part.WhichOneof("content"):
+        case "text":
+            part.text = redact_value(part.text)
+        case "url":
+            part.url = redact_value(part.url)
+        case "data":
+            _redact_json(part.data)
+        case "raw":  # a file: redacted when it is text; bytes of another kind cannot be
+            try:
+                part.raw = redact_value(part.raw.decode()).encode()
+            except UnicodeDecodeError:
+                pass
+
+
+def _redact_json(message: Struct | Value) -> None:
+    if message.ByteSize():  # an empty one is left alone: copying into it would mark an absent field present
+        message.CopyFrom(ParseDict(redact_value(MessageToDict(message)), type(message)()))
 
 
 async def stored_task_ids(engine: AsyncEngine) -> set[str]:
@@ -62,9 +104,7 @@ class WriteBehindTaskStore(TaskStore):
         if pending is not None:
             if pending.owner != self._owner(context):
                 return None
-            copy = Task()
-            copy.CopyFrom(pending.task)
-            return copy
+            return redacted(pending.task)
         if task_id not in self._known:
             return None
         return await self._store.get(task_id, context)
@@ -98,7 +138,7 @@ class WriteBehindTaskStore(TaskStore):
         while self._unwritten:
             task_id, pending = next(iter(self._unwritten.items()))
             try:
-                await self._store.save(pending.task, pending.context)
+                await self._store.save(redacted(pending.task), pending.context)
             except Exception:  # a failed write must not stop the writer
                 log.exception("could not persist task %s", task_id)
                 if retry:
