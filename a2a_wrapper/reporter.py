@@ -11,13 +11,14 @@ from a2a.types import TaskState
 
 from a2a_wrapper.approvals import Pending
 from a2a_wrapper.events import Done, FileDiff, Permission, Plan, Text, Thought, ToolCall, ToolResult, Usage
+from a2a_wrapper.guard import GuardVerdict
 from a2a_wrapper.guard.turn import TurnGuard
 from a2a_wrapper.metrics import TurnClock
 from a2a_wrapper.permissions import Decision
 
 META = "a2a-wrapper"  # namespace of this project's metadata keys
 DIFF_MEDIA_TYPE = "text/x-diff"
-BLOCKED = "The answer was withheld: it held text shaped like a prompt injection ("
+INJECTION = "text shaped like a prompt injection"
 _STATES = {
     "completed": TaskState.TASK_STATE_COMPLETED,
     "failed": TaskState.TASK_STATE_FAILED,
@@ -79,7 +80,13 @@ class TaskReporter:
         await self._data_status({"type": "tool_call", **_plain(event)})
 
     async def tool_result(self, event: ToolResult) -> None:
-        await self._data_status({"type": "tool_result", **_plain(event)})
+        verdict = self._guard.tool_output(event.id, event.output)
+        data = {"type": "tool_result", **_plain(event)}
+        if verdict.findings:
+            data["guard"] = verdict.metadata()
+        if verdict.blocked:
+            data["output"] = f"The output was withheld: it held {INJECTION} ({_phrases(verdict)})."
+        await self._data_status(data)
         for diff in event.diffs:
             await self._diff_artifact(diff)
 
@@ -138,7 +145,7 @@ class TaskReporter:
         self._text.append(tail)
         if verdict.blocked:
             self._text = []
-            done = Done("failed", BLOCKED + ", ".join(sorted({f.phrase for f in verdict.findings})) + ").")
+            done = Done("failed", f"The answer was withheld: this turn met {INJECTION} ({_phrases(verdict)}).")
         await self._flush_text(last=True)  # the held text, or an empty chunk that closes the answer
         metadata = {META: {**self.metadata, "usage": dataclasses.asdict(self._usage)}}
         if verdict.findings:
@@ -158,6 +165,10 @@ class TaskReporter:
         if self._thought:
             thought, self._thought = self._guard.sentence("".join(self._thought)), []
             await self._updater.update_status(TaskState.TASK_STATE_WORKING, metadata={META: {"thought": thought}})
+
+
+def _phrases(verdict: GuardVerdict) -> str:
+    return ", ".join(sorted({finding.phrase for finding in verdict.findings}))
 
 
 def _plain(event: ToolCall | ToolResult) -> dict[str, Any]:

@@ -151,5 +151,10 @@ class GuardVerdict:
         """The verdict as message metadata; empty when there is nothing to say."""
         if not self.findings:
             return {}
-        found = [{"phrase": f.phrase, "offset": f.offset, "excerpt": f.excerpt} for f in self.findings]
+        found = [_described(f) for f in self.findings]
         return {"injection": found, "blocked": self.blocked}
+
+
+def _described(finding: InjectionFinding) -> dict[str, Any]:
+    described: dict[str, Any] = {"phrase": finding.phrase, "offset": finding.offset, "excerpt": finding.excerpt}
+    return (described | {"toolCall": finding.tool_call}) if finding.tool_call else described

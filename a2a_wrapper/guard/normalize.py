@@ -32,6 +32,7 @@ class InjectionFinding:
     phrase: str
     offset: int
     excerpt: str
+    tool_call: str = ""  # the tool call whose result held it; "" for the answer
 
 
 @lru_cache(maxsize=4096)

@@ -1,8 +1,9 @@
 """One turn's outbound checks, as the reporter applies them to what it sends over A2A."""
 
+import dataclasses
 from typing import Any
 
-from .injection import GuardVerdict, InjectionFinding, InjectionScanner
+from .injection import GuardVerdict, InjectionFinding, InjectionScanner, Mode, scan
 from .secrets import redact, redact_value
 from .settings import GuardSettings
 from .stream import StreamRedactor
@@ -11,7 +12,9 @@ from .stream import StreamRedactor
 class TurnGuard:
     """The answer's deltas pass the redactor and the injection scanner; data and sentences are redacted whole.
 
-    In `block` mode the answer is held until the turn ends: text already sent could not be taken back.
+    Tool output is scanned too: text a tool brought in (a file, a web page) is where an injection comes from,
+    whether or not the answer repeats it. Its findings count for the whole turn. In `block` mode the answer is
+    held until the turn ends: text already sent could not be taken back.
     """
 
     def __init__(self, settings: GuardSettings) -> None:
@@ -24,11 +27,23 @@ class TurnGuard:
     def holds_answer(self) -> bool:
         return self._settings.injection == "block"
 
+    @property
+    def _mode(self) -> Mode:  # asked only while scanning, so never "off"
+        return "block" if self.holds_answer else "warn"
+
     def text(self, delta: str) -> str:
         """What of the delta may be sent now (a possible secret's start is held back)."""
         if self._scanner is not None:
             self._findings += self._scanner.feed(delta)
         return self._redactor.feed(delta) if self._redactor is not None else delta
+
+    def tool_output(self, call_id: str, output: str) -> GuardVerdict:
+        """The verdict on one tool result's output; in `block` mode a finding means it must not be sent."""
+        if self._scanner is None:
+            return GuardVerdict()
+        found = [dataclasses.replace(finding, tool_call=call_id) for finding in scan(output)]
+        self._findings += found
+        return GuardVerdict.judge(found, self._mode)
 
     def finish(self) -> tuple[str, GuardVerdict]:
         """The held-back tail of the answer, and the verdict on the whole of it."""
@@ -36,7 +51,7 @@ class TurnGuard:
         if self._scanner is None:
             return tail, GuardVerdict()
         self._findings += self._scanner.flush()
-        return tail, GuardVerdict.judge(self._findings, self._settings.injection)  # type: ignore[arg-type]
+        return tail, GuardVerdict.judge(self._findings, self._mode)
 
     def value(self, value: Any) -> Any:
         return redact_value(value) if self._settings.redact else value
