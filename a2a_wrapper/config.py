@@ -15,6 +15,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from a2a_wrapper.guard.settings import GuardSettings
 from a2a_wrapper.sections import Section
+from a2a_wrapper.shield.hosts import check_host_pattern
 from a2a_wrapper.shield.rules import ShieldConfig
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
@@ -164,6 +165,16 @@ class SandboxRuntime(Section):
     kind: Literal["sandbox"] = "sandbox"
     read: list[Path] = Field([], description="More folders or files the backend may read (never your home).")
     write: list[Path] = Field([], description="More folders the backend may write besides its workspace.")
+    hosts: list[str] = Field(
+        [],
+        description="Hosts (`example.com`, `*.example.com`) the egress proxy lets through whatever the policy; "
+        "without a shield (auto_approve) the only way to reach a host the config does not name.",
+    )
+
+    @field_validator("hosts")
+    @classmethod
+    def _host_patterns(cls, value: list[str]) -> list[str]:
+        return [check_host_pattern(pattern) for pattern in value]
 
 
 class DockerRuntime(Section):

@@ -12,6 +12,7 @@ from aiohttp import web
 
 from a2a_wrapper.agent import running_agent
 from a2a_wrapper.audit import recent
+from a2a_wrapper.config import SandboxRuntime
 from a2a_wrapper.shield import ShieldConfig, ShieldError
 from tests.a2a_wire import answer_text, data_parts, final_state, rpc, stream, task_answer, user_message
 from tests.conftest import SettingsFactory, serving
@@ -67,7 +68,7 @@ async def test_rules_allow_deny_and_fail_closed_on_ask(
         [decision] = data_parts(answered, "permission")
         assert decision["decision"] == "deny" and decision["rule"] == "person:person"
 
-    entries = recent(settings.state_dir / "state.db", 10)
+    entries = [e for e in recent(settings.state_dir / "state.db", 50) if e.tool != "egress"]  # the sandbox's own
     assert [(e.decision, e.rule, e.cls, e.target) for e in reversed(entries)] == [
         ("allow", "agent:write-inside", "execute", "echo shielded >> kept.txt"),
         ("deny", "agent:no-rm", "delete", "rm -f kept.txt"),
@@ -224,7 +225,9 @@ async def test_the_same_trajectory_with_and_without_the_shield(
     deny_all = ShieldConfig.model_validate({"defaults": {"execute": "deny", "delete": "deny", "network": "deny"}})
     try:
         outcomes = {}
-        for name, fields in (("open", {"auto_approve": True}), ("shielded", {"shield": deny_all})):
+        # Open: every tool call allowed, and the page's host let through the sandbox's egress proxy.
+        open_fields = {"auto_approve": True, "runtime": SandboxRuntime(hosts=["127.0.0.1"])}
+        for name, fields in (("open", open_fields), ("shielded", {"shield": deny_all})):
             settings = make_settings(state_dir=tmp_path / name, **fields)
             async with serving(settings, offline_model) as served:
                 events = await stream(http, served.jsonrpc, {"message": user_message(prompt)})

@@ -167,7 +167,7 @@ def _settings(tmp_path: Path, **backend: object) -> AgentSettings:
 
 
 def test_the_command_line_unshares_everything_and_binds_no_home(tmp_path: Path) -> None:
-    plan = SandboxPlan(workdir=tmp_path / "ws", writable=[tmp_path / "own"], egress_socket=tmp_path / "s" / "e.sock")
+    plan = SandboxPlan(workdir=tmp_path / "ws", writable=[tmp_path / "own"], sockets=tmp_path / "sockets")
     argv = plan.command(Path("/usr/bin/bwrap"), ["opencode", "serve"])
     options = argv[: argv.index("--")]
     for required in ("--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent"):
@@ -195,3 +195,24 @@ def test_the_agents_own_endpoints_are_allowed_and_loopback_ones_forwarded(tmp_pa
     described = Sandbox(settings, AutoApprove(True), None).describe()
     assert described["network"]["allowed"] == ["127.0.0.1:8765", "mcp.example.com:443"]
     assert not (tmp_path / "state").exists(), "describing the sandbox creates nothing"
+
+
+def test_runtime_hosts_are_let_through_whatever_the_policy() -> None:
+    policy = EgressPolicy(set(), AutoApprove(False), rules_decide=False, hosts=["*.example.org", "docs.python.org"])
+    assert policy.decide(Destination("files.example.org", 443)).rule == "runtime:hosts"
+    assert policy.decide(Destination("docs.python.org", 443)).allowed
+    assert not policy.decide(Destination("example.org", 443)).allowed, "*. covers sub-domains only"
+
+
+async def test_a_deep_state_folder_gets_its_sockets_in_a_short_private_folder(tmp_path: Path) -> None:
+    deep = tmp_path / ("a-very-long-folder-name-" * 6)
+    settings = _settings(deep)
+    sandbox = Sandbox(settings, AutoApprove(True), None)
+    await sandbox.start()
+    try:
+        socket = sandbox.socket_path("opencode.sock")
+        assert len(str(socket)) < 100 and not str(socket).startswith(str(deep))
+        assert oct(socket.parent.parent.stat().st_mode & 0o777) == "0o700"
+    finally:
+        await sandbox.stop()
+    assert not socket.parent.parent.exists(), "removed at stop"

@@ -41,11 +41,11 @@ def make_runner(
     mounts: Sequence[Mount] = (),
     ports: Sequence[int] = (),
     sandbox: Sandbox | None = None,
-    serve: Sequence[tuple[Path, int]] = (),
+    serve: Sequence[tuple[str, int]] = (),
 ) -> Runner:
     """A child process (sandboxed unless the runtime is `process`), or a container running `argv` with `mounts`
     at the same paths and `ports` published. In a sandbox, `mounts` are the backend's own folders (writable)
-    and programs (read-only), and `serve` makes ports inside reachable as Unix sockets."""
+    and programs (read-only), and `serve` makes ports inside reachable as the sandbox's Unix sockets."""
     if isinstance(runtime, SandboxRuntime):
         assert sandbox is not None, "a sandbox runtime runs in the agent's sandbox"
         own = [mount.path for mount in mounts if not mount.read_only]

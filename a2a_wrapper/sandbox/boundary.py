@@ -12,6 +12,7 @@ import logging
 import os
 import re
 import shutil
+import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from a2a_wrapper.permissions import AutoApprove, PermissionPolicy
 from a2a_wrapper.sandbox.bubblewrap import checked_bwrap
 from a2a_wrapper.sandbox.egress import Destination, EgressDecision, EgressPolicy, EgressProxy, endpoint
 from a2a_wrapper.sandbox.masks import denied_paths
-from a2a_wrapper.sandbox.plan import PROXY_PORT, Forward, SandboxPlan
+from a2a_wrapper.sandbox.plan import EGRESS_SOCKET, PROXY_PORT, Forward, SandboxPlan
 from a2a_wrapper.shield import Shield
 from a2a_wrapper.shield.hosts import BadUrl
 
@@ -43,6 +44,7 @@ _FOLDER_VARIABLES = (
     "TMPDIR",
     "COPILOT_HOME",
 )
+_SOCKET_PATH_ROOM = 100  # of the 107 bytes, with room for a longer socket name than opencode.sock
 GITHUB_HOSTS = ("api.githubcopilot.com", "api.github.com", "github.com", "copilot-proxy.githubusercontent.com")
 
 
@@ -64,9 +66,11 @@ class Sandbox:
         self._endpoints = set(_endpoints(settings))
         loopback = {d.port: d for d in sorted(self._endpoints, key=str, reverse=True) if d.host in _LOOPBACK}
         self._forwards = [Forward(port, str(d)) for port, d in sorted(loopback.items())]  # one per port inside
-        self._socket = settings.state_dir / "sandbox" / "egress.sock"
+        self._sockets = _sockets_folder(settings.state_dir / "sandbox")
         self._proxy = EgressProxy(
-            self._socket, EgressPolicy(self._endpoints, policy, isinstance(policy, Shield)), self._record
+            self._sockets / "egress" / EGRESS_SOCKET,
+            EgressPolicy(self._endpoints, policy, isinstance(policy, Shield), self._runtime.hosts),
+            self._record,
         )
         self._bwrap: Path | None = None
         self._masked: list[Path] = []
@@ -87,6 +91,12 @@ class Sandbox:
 
     async def stop(self) -> None:
         await self._proxy.stop()
+        if self._sockets.parent == Path(tempfile.gettempdir()):
+            shutil.rmtree(self._sockets, ignore_errors=True)
+
+    def socket_path(self, name: str) -> Path:
+        """Where the wrapper connects to a socket the bridge serves as `name` (see `wrap`'s `serve`)."""
+        return self._sockets / "serve" / name
 
     def wrap(
         self,
@@ -95,13 +105,14 @@ class Sandbox:
         *,
         own: Iterable[Path],
         programs: Iterable[Path] = (),
-        serve: Iterable[tuple[Path, int]] = (),
+        serve: Iterable[tuple[str, int]] = (),
         new_session: bool = False,
     ) -> Wrapped:
-        """`argv` inside the sandbox: `own` (the backend's folders) writable, `programs` readable."""
+        """`argv` inside the sandbox: `own` (the backend's folders) writable, `programs` readable, and each
+        `(name, port)` of `serve` a port inside reached at `socket_path(name)`."""
         assert self._bwrap is not None, "start() first"
         plan = self.plan(own, programs)
-        for path in plan.writable:
+        for path in [*plan.writable, self._sockets / "serve"]:
             path.mkdir(parents=True, exist_ok=True)  # a bind needs its source
         plan.serve = list(serve)
         return Wrapped(plan.command(self._bwrap, argv, new_session=new_session), {**env, **plan.environment()})
@@ -118,7 +129,7 @@ class Sandbox:
             readable=[Path(p).resolve() for p in readable if Path(p).exists()],
             masked=self._masked,
             read_only=self._read_only,
-            egress_socket=self._socket,
+            sockets=self._sockets,
             forwards=self._forwards,
         )
 
@@ -146,7 +157,7 @@ class Sandbox:
             "read_only_in_workspace": [str(p) for p in plan.read_only],
             "network": {
                 "direct": "none (own network namespace)",
-                "allowed": sorted(map(str, self._endpoints)),
+                "allowed": sorted(map(str, self._endpoints)) + self._runtime.hosts,
                 "other_hosts": "decided by the shield's network rules at the egress proxy; ask is a deny there",
                 "proxy": f"http://127.0.0.1:{PROXY_PORT} inside",
             },
@@ -240,3 +251,11 @@ def describe_runtime(settings: AgentSettings, sandbox: Sandbox | None) -> dict[s
     if settings.runtime.kind == "process":
         return {"kind": "process", "warning": "unsandboxed: the backend has the user's rights; only rules bound it"}
     return Sandbox(settings, AutoApprove(False), None).describe()
+
+
+def _sockets_folder(preferred: Path) -> Path:
+    """`preferred`, unless its sockets' paths would pass the 107 bytes a Unix socket path may hold: then a
+    private folder under the temp folder (mode 0700), removed at stop."""
+    if len(os.fsencode(preferred / "serve" / "opencode.sock")) <= _SOCKET_PATH_ROOM:
+        return preferred
+    return Path(tempfile.mkdtemp(prefix="a2a-wrap-"))

@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 from a2a_wrapper.events import Permission
 from a2a_wrapper.permissions import Decision, PermissionPolicy
 from a2a_wrapper.sandbox.bridge import splice
-from a2a_wrapper.shield.hosts import BadUrl, normalize_host
+from a2a_wrapper.shield.hosts import BadUrl, host_matches, normalize_host
 
 log = logging.getLogger(__name__)
 
@@ -61,14 +61,19 @@ Recorder = Callable[[EgressDecision, float], Awaitable[None]]
 class EgressPolicy:
     """Endpoints of the agent's own (model provider, MCP servers) are allowed; any other host is the shield's."""
 
-    def __init__(self, endpoints: set[Destination], policy: PermissionPolicy, rules_decide: bool) -> None:
+    def __init__(
+        self, endpoints: set[Destination], policy: PermissionPolicy, rules_decide: bool, hosts: Sequence[str] = ()
+    ) -> None:
         self._endpoints = endpoints
+        self._hosts = tuple(hosts)  # runtime.hosts: let through whatever the policy says
         self._policy = policy
         self._rules_decide = rules_decide  # autoApprove allows tool calls, never hosts: only the shield's rules do
 
     def decide(self, destination: Destination) -> EgressDecision:
         if destination in self._endpoints:
             return EgressDecision(destination, True, "sandbox:endpoint", "an endpoint of the agent's config")
+        if any(host_matches(pattern, destination.host) for pattern in self._hosts):
+            return EgressDecision(destination, True, "runtime:hosts", "a host runtime.hosts lets through")
         if not self._rules_decide:
             return EgressDecision(
                 destination, False, "sandbox:no-rules", "no shield network rule allows this host (none are set)"
@@ -109,10 +114,11 @@ class EgressProxy:
         self._connections: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
-        self.socket_path.parent.mkdir(parents=True, exist_ok=True)
+        self.socket_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.socket_path.parent.chmod(0o700)  # no other user of this machine may use the agent's way out
         self.socket_path.unlink(missing_ok=True)
         self._server = await asyncio.start_unix_server(self._serve, self.socket_path)
-        self.socket_path.chmod(0o666)  # the sandbox may run as another uid; the folder is what guards it
+        self.socket_path.chmod(0o600)  # the sandbox runs as the same user
 
     async def stop(self) -> None:
         if self._server is not None:

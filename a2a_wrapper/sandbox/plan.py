@@ -37,6 +37,10 @@ SYSTEM_SECRETS = (
     "/etc/kubernetes",
 )
 PROXY_PORT = 3128
+# Where the wrapper's sockets appear inside: short fixed paths (a Unix socket path holds 107 bytes at most).
+EGRESS_INSIDE = Path("/run/a2a-wrapper/egress")  # read-only: the egress proxy's socket
+SERVE_INSIDE = Path("/run/a2a-wrapper/serve")  # writable: sockets the bridge serves for the wrapper
+EGRESS_SOCKET = "egress.sock"
 
 
 @dataclass(frozen=True)
@@ -54,9 +58,9 @@ class SandboxPlan:
     readable: list[Path] = field(default_factory=list)  # programs and files the backend runs
     masked: list[Path] = field(default_factory=list)  # hidden: an empty file or folder on top
     read_only: list[Path] = field(default_factory=list)  # inside the writable folders
-    egress_socket: Path | None = None
+    sockets: Path | None = None  # on the host: `egress/` (the proxy's socket) and `serve/` (the bridge's)
     forwards: list[Forward] = field(default_factory=list)
-    serve: list[tuple[Path, int]] = field(default_factory=list)  # Unix socket on the host -> port inside
+    serve: list[tuple[str, int]] = field(default_factory=list)  # a socket's name in `serve/` -> a port inside
 
     def environment(self) -> dict[str, str]:
         """What the backend's environment gains: every HTTP client inside goes through the egress proxy."""
@@ -99,9 +103,9 @@ class SandboxPlan:
         options = []
         for path in dict.fromkeys([*self.readable, *_python_paths()]):
             options += ["--ro-bind-try", str(path), str(path)]
-        if self.egress_socket is not None:
-            folder = str(self.egress_socket.parent)
-            options += ["--ro-bind", folder, folder]
+        if self.sockets is not None:
+            options += ["--ro-bind", str(self.sockets / "egress"), str(EGRESS_INSIDE)]
+            options += ["--bind", str(self.sockets / "serve"), str(SERVE_INSIDE)]
         for path in dict.fromkeys([self.workdir, *self.writable]):
             options += ["--bind", str(path), str(path)]
         for path in self.read_only:
@@ -111,12 +115,12 @@ class SandboxPlan:
         return options
 
     def _bridge(self, argv: list[str]) -> list[str]:
-        assert self.egress_socket is not None, "a sandbox needs its egress socket"
+        assert self.sockets is not None, "a sandbox needs its egress socket"
         spec = {
-            "egress": str(self.egress_socket),
+            "egress": str(EGRESS_INSIDE / EGRESS_SOCKET),
             "proxy_port": PROXY_PORT,
             "forward": [[forward.port, forward.target] for forward in self.forwards],
-            "serve": [[str(path), port] for path, port in self.serve],
+            "serve": [[str(SERVE_INSIDE / name), port] for name, port in self.serve],
         }
         # The real interpreter: a venv's `bin/python` is a link through folders the sandbox may not have.
         return [os.path.realpath(sys.executable), "-I", "-S", bridge.__file__, json.dumps(spec), "--", *argv]

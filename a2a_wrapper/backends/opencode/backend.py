@@ -12,11 +12,12 @@ import aiohttp
 from a2a_wrapper.backends.base import Prompt, Session
 from a2a_wrapper.backends.opencode import launch
 from a2a_wrapper.backends.opencode.event_stream import RECONNECTED, EventQueue, EventStream
+from a2a_wrapper.backends.opencode.hook import HOOK_CALL, HOOK_PREFIX, HookGate, HookServer
 from a2a_wrapper.backends.opencode.translate import Translator
 from a2a_wrapper.config import AgentSettings
 from a2a_wrapper.config import OpenCodeBackend as OpenCodeSettings
 from a2a_wrapper.errors import BackendError, BackendUnavailable, NotFound, SessionGone, Unauthorized, WrapperError
-from a2a_wrapper.events import Done, StreamEvent, Text, coalesce
+from a2a_wrapper.events import Done, Permission, StreamEvent, Text, coalesce
 from a2a_wrapper.installer import find_binary
 from a2a_wrapper.runtime import Mount, Runner, listen_host, loopback_url, make_runner
 from a2a_wrapper.sandbox import Sandbox
@@ -27,6 +28,14 @@ log = logging.getLogger(__name__)
 BACKEND_EXITED = "a2a-wrapper.backend-exited"
 _RESTART_BACKOFF = (0.5, 1.0, 2.0, 5.0, 10.0)
 _ABORT_GRACE = 5.0
+ATTACHED_UNHOOKED = (
+    "[%s] attached to an OpenCode the wrapper did not start: the wrapper's tool hook is not installed there, so "
+    "only the tool calls it asks permission for are checked"
+)
+HOOK_MISSING = (
+    "OpenCode did not load the wrapper's tool hook, so its tool calls could not be checked before they run; "
+    "nothing was run. Check the agent's log for the plugin error."
+)
 
 
 class OpenCodeBackend:
@@ -43,6 +52,7 @@ class OpenCodeBackend:
         self._child: Runner | None = None
         self._http: aiohttp.ClientSession | None = None
         self._events: EventStream | None = None
+        self.hooks: HookServer | None = None  # sees every tool call; none on an OpenCode we only attach to
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
         self.restarts = 0
@@ -52,9 +62,13 @@ class OpenCodeBackend:
     async def start(self) -> None:
         self._settings.workdir.mkdir(parents=True, exist_ok=True)
         if self._settings.base_url:
+            log.warning(ATTACHED_UNHOOKED, self._name)
             password = self._settings.password.get_secret_value() if self._settings.password else None
             await self._connect(self._settings.base_url, password)
         else:
+            # Listening before OpenCode starts: the plugin we install reaches it from its first tool call on.
+            self.hooks = HookServer(self._name, launch.hook_socket(self._state_dir), self._parent_of)
+            await self.hooks.start()
             await self._spawn()
         assert self._events is not None
         self._tasks.append(asyncio.create_task(self._events.run(), name=f"{self._name}-events"))
@@ -63,6 +77,31 @@ class OpenCodeBackend:
         assert self._events is not None
         async with asyncio.timeout(self._settings.startup_timeout):
             await self._events.connected.wait()
+        if not await self.hook_ready(self._settings.startup_timeout):
+            raise BackendUnavailable(HOOK_MISSING)
+
+    async def hook_ready(self, timeout: float) -> bool:
+        """Whether OpenCode has loaded the tool hook (or runs without one, attached): it loads plugins as it starts
+        its instance for the workspace, which the event stream's request does."""
+        if self.hooks is None:
+            return True
+        try:
+            async with asyncio.timeout(timeout):
+                await self.hooks.loaded.wait()
+        except TimeoutError:
+            return False
+        return True
+
+    async def _parent_of(self, session_id: str) -> str | None:
+        """A subagent's session's parent: as the event stream announced it, else as OpenCode keeps it."""
+        known = self.events.parent_of(session_id)
+        if known is not None:
+            return known
+        try:
+            info = await self.request("GET", f"/session/{session_id}")
+        except NotFound:
+            return None
+        return str(info["parentID"]) if info and info.get("parentID") else None
 
     async def _spawn(self) -> None:
         binary = (self._settings.binary or find_binary("opencode")).resolve()
@@ -71,7 +110,7 @@ class OpenCodeBackend:
         # In a container or a sandbox: the binary read-only and the backend's folders at their host paths.
         mounts = [Mount(binary, read_only=True), Mount(plan.home)]
         # A sandbox has its own network: the server's port inside is reached through a socket in its folder.
-        socket = plan.home / "serve.sock" if self._sandbox is not None else None
+        socket = self._sandbox.socket_path("opencode.sock") if self._sandbox is not None else None
         self._child = make_runner(
             f"{self._name}/opencode",
             plan.argv,
@@ -82,7 +121,7 @@ class OpenCodeBackend:
             mounts=mounts,
             ports=[plan.port],
             sandbox=self._sandbox,
-            serve=[(socket, plan.port)] if socket else [],
+            serve=[(socket.name, plan.port)] if socket else [],
         )
         await self._child.start(launch.READY_LINE)
         match = await self._child.wait_ready(self._settings.startup_timeout)
@@ -128,6 +167,8 @@ class OpenCodeBackend:
         self._tasks.clear()
         if self._child is not None:
             await self._child.stop()
+        if self.hooks is not None:
+            await self.hooks.stop()
         if self._http is not None:
             await self._http.close()
 
@@ -141,6 +182,8 @@ class OpenCodeBackend:
                 return
             log.warning("[%s] opencode (%s) exited with code %s; restarting", self._name, self._child.pid, code)
             self._events.broadcast({"type": BACKEND_EXITED, "properties": {"code": code}})
+            if self.hooks is not None:
+                self.hooks.loaded.clear()  # the next OpenCode says hello again once it has loaded the hook
             await self._child.stop()
             await asyncio.sleep(_RESTART_BACKOFF[min(attempt, len(_RESTART_BACKOFF) - 1)])
             attempt += 1
@@ -247,6 +290,7 @@ class OpenCodeTurn:
         self._backend = backend
         self._session = session
         self._prompt = prompt
+        self._gate: HookGate | None = None  # this turn's tool calls, held by the hook until decided
         self.more_ready = False  # another event is already waiting behind the one just yielded
 
     def __aiter__(self) -> AsyncIterator[StreamEvent]:
@@ -257,9 +301,16 @@ class OpenCodeTurn:
         subscription = events.subscribe(self._session.id)
         queue = subscription.queue
         translator = Translator(self._backend.mcp_servers)
+        hooks = self._backend.hooks
         try:
             async with asyncio.timeout(10):
                 await events.connected.wait()
+            if not await self._backend.hook_ready(10):  # a restarted OpenCode that did not load it: run nothing
+                yield Done("failed", HOOK_MISSING)
+                return
+            if hooks is not None:
+                self._gate = HookGate(queue)
+                hooks.open(self._session.id, self._gate)
             try:
                 await self._backend.request(
                     "POST", f"/session/{self._session.id}/prompt_async", self._backend.prompt_body(self._prompt)
@@ -281,6 +332,8 @@ class OpenCodeTurn:
         except BackendError as exc:
             yield Done("failed", str(exc))
         finally:
+            if hooks is not None and self._gate is not None:
+                hooks.close(self._session.id, self._gate)
             events.unsubscribe(self._session.id, subscription)
 
     async def _translate_ready(self, queue: EventQueue, translator: Translator) -> list[StreamEvent]:
@@ -296,8 +349,23 @@ class OpenCodeTurn:
                 return [*coalesce(ready), Done("failed", sentence + " Send the message again.")]
             if event["type"] == RECONNECTED and translator.prompt_seen and not await self._busy():
                 return coalesce(ready + translator.recover(await self._messages()))
-            ready += translator.feed(event)
+            if event["type"] == HOOK_CALL:
+                ready.append(translator.hook_call(event["properties"]))
+                continue
+            ready += await self._undecided(translator.feed(event))
         return coalesce(ready)
+
+    async def _undecided(self, events: list[StreamEvent]) -> list[StreamEvent]:
+        """OpenCode's own request for a call the hook already allowed is answered with that decision at once:
+        one decision, one audit row per call."""
+        kept: list[StreamEvent] = []
+        for event in events:
+            if isinstance(event, Permission) and self._gate is not None and self._gate.decided(event):
+                log.debug("session %s: %s (%s) was decided at the hook", self._session.id, event.id, event.tool)
+                await self._backend.request("POST", f"/permission/{event.id}/reply", {"reply": "once"})
+            else:
+                kept.append(event)
+        return kept
 
     async def _messages(self) -> list[dict[str, Any]]:
         return list(await self._backend.request("GET", f"/session/{self._session.id}/message") or [])
@@ -307,6 +375,10 @@ class OpenCodeTurn:
         return self._session.id in (statuses or {})
 
     async def reply(self, permission_id: str, decision: Literal["allow", "deny"], reason: str) -> None:
+        if permission_id.startswith(HOOK_PREFIX):  # a call the hook holds: the plugin gets the answer
+            if self._gate is not None:
+                self._gate.settle(permission_id, decision == "allow", reason)
+            return
         body = {"reply": "once"} if decision == "allow" else {"reply": "reject", "message": reason}
         await self._backend.request("POST", f"/permission/{permission_id}/reply", body)
 
