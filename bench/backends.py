@@ -35,7 +35,7 @@ from overhead import DirectClient, Timing, WrapperClient, compare, pct, serving
 
 from a2a_wrapper.agent import running_agent
 from a2a_wrapper.backends.opencode.launch import free_port
-from a2a_wrapper.config import AgentSettings, CardSettings, ServerSettings
+from a2a_wrapper.config import AgentSettings, CardSettings, ProcessRuntime, ServerSettings
 from a2a_wrapper.offline_model import OfflineModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -234,6 +234,7 @@ async def bench_backend(name: str, model: OfflineModel, turns: int, warmup: int,
             server=ServerSettings(port=free_port()),
             backend=SECTIONS[name](model, state / "workspace", state),
             state_dir=state,
+            runtime=ProcessRuntime(),  # the direct clients run unsandboxed too; bench/sandbox.py measures the sandbox
             auto_approve=True,
         )
         result = Result(name)

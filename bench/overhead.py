@@ -63,7 +63,14 @@ import uvicorn
 from a2a_wrapper.agent import RunningAgent, running_agent
 from a2a_wrapper.backends.opencode.backend import OpenCodeBackend as OpenCodeClient
 from a2a_wrapper.backends.opencode.launch import free_port
-from a2a_wrapper.config import AgentSettings, CardSettings, ModelProvider, OpenCodeBackend, ServerSettings
+from a2a_wrapper.config import (
+    AgentSettings,
+    CardSettings,
+    ModelProvider,
+    OpenCodeBackend,
+    ProcessRuntime,
+    ServerSettings,
+)
 from a2a_wrapper.installer import find_binary
 from a2a_wrapper.offline_model import MODEL_ID, SMALL_MODEL_ID, OfflineModel
 
@@ -348,6 +355,7 @@ def agent_settings(model: OfflineModel, state: Path) -> AgentSettings:
             provider=ModelProvider(id="offline", base_url=model.base_url, models=[MODEL_ID, SMALL_MODEL_ID]),
         ),
         state_dir=state,
+        runtime=ProcessRuntime(),  # the wrapper alone, on a server the direct client dials; see bench/sandbox.py
         auto_approve=True,
     )
 
