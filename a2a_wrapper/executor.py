@@ -43,7 +43,7 @@ from a2a_wrapper.metrics import AgentMetrics
 from a2a_wrapper.permissions import Decision, PermissionPolicy
 from a2a_wrapper.prompts import UnusableMessage, prompt_from_message
 from a2a_wrapper.reporter import META, TaskReporter
-from a2a_wrapper.sessions import SessionMap
+from a2a_wrapper.sessions import ContextKey, SessionMap
 from a2a_wrapper.shield import Shield, classify
 
 log = logging.getLogger(__name__)
@@ -66,6 +66,11 @@ class TurnScope:
     task_id: str
     caller: str  # the authenticated A2A caller; "" without auth
     call: ServerCallContext | None  # the request that started the turn (the deadline answers as it)
+
+    @property
+    def key(self) -> ContextKey:
+        """The context's session, lock and rules are the caller's own: another caller's contextId reaches none."""
+        return ContextKey(self.caller, self.context_id)
 
 
 @dataclass(eq=False)
@@ -107,7 +112,7 @@ class TurnExecutor(AgentExecutor):
         self._turn_timeout = turn_timeout
         self._ask_timeout = ask_timeout
         self._live: dict[str, LiveTurn] = {}  # by task id
-        self._context_rules = context_rules  # a person's "always", per context
+        self._context_rules = context_rules  # a person's "always", per caller's context
         self._handler: RequestHandler | None = None
         self._drained = asyncio.Event()
         self._drained.set()
@@ -166,11 +171,11 @@ class TurnExecutor(AgentExecutor):
         reporter = TaskReporter(updater, TurnGuard(self._guard), self._metrics.turn())
         call = context.call_context
         scope = TurnScope(context_id, context.task_id, _caller(call), call)
-        await self._sessions.acquire(context_id)
+        await self._sessions.acquire(scope.key)
         try:
             live = await self._start(scope, prompt, reporter)
         except BaseException:
-            self._sessions.release(context_id)
+            self._sessions.release(scope.key)
             raise
         if live is not None:
             await self._advance(live)
@@ -178,10 +183,10 @@ class TurnExecutor(AgentExecutor):
     async def _start(self, scope: TurnScope, prompt: Prompt, reporter: TaskReporter) -> LiveTurn | None:
         """Opens the context's session and prepares the turn (the prompt goes out on its first step)."""
         try:
-            opened = await self._sessions.session_for(scope.context_id)
+            opened = await self._sessions.session_for(scope.key)
         except BackendError as exc:
             await reporter.finish(Done("failed", f"The backend could not run the turn: {exc}"))
-            self._sessions.release(scope.context_id)
+            self._sessions.release(scope.key)
             return None
         reporter.metadata.update({"session": opened.session.id, "sessionRecreated": opened.recreated})
         await reporter.working()
@@ -212,10 +217,9 @@ class TurnExecutor(AgentExecutor):
             self._end(live)
 
     async def _reopen(self, live: LiveTurn) -> None:
-        context_id = live.scope.context_id
-        log.info("the session of context %s is gone from the backend; opening another", context_id)
-        self._sessions.forget(context_id)
-        opened = await self._sessions.session_for(context_id)
+        log.info("the session of context %s is gone from the backend; opening another", live.scope.context_id)
+        self._sessions.forget(live.scope.key)
+        opened = await self._sessions.session_for(live.scope.key)
         live.reporter.metadata.update({"session": opened.session.id, "sessionRecreated": opened.recreated})
         live.turn = self._backend.turn(opened.session, live.prompt)
         live.events = aiter(live.turn)
@@ -264,7 +268,7 @@ class TurnExecutor(AgentExecutor):
                 await reporter.plan(event)
             case Permission():
                 started = time.monotonic()
-                decision = (await self._policy_for(live.scope.context_id)).decide(event)
+                decision = (await self._policy_for(live.scope.key)).decide(event)
                 if decision.outcome == "ask":
                     self._metrics.decided(classify(event), "ask", "rules")
                     await self._pause(live, Pending(event, decision.reason, decision.rule, self._expiry()))
@@ -275,10 +279,10 @@ class TurnExecutor(AgentExecutor):
                 return True
         return False
 
-    async def _policy_for(self, context_id: str) -> PermissionPolicy:
+    async def _policy_for(self, key: ContextKey) -> PermissionPolicy:
         if not isinstance(self._policy, Shield):
             return self._policy
-        rules = await self._context_rules.of(context_id)
+        rules = await self._context_rules.of(key)
         return self._policy.for_context(rules) if rules else self._policy
 
     def _expiry(self) -> float:
@@ -323,9 +327,9 @@ class TurnExecutor(AgentExecutor):
         else:
             decision = Decision("allow", f"{request.tool} allowed by {who}", f"person:{who}")
             if answer.option == "allow_context" and isinstance(self._policy, Shield):
-                rules = await self._context_rules.of(live.scope.context_id)
+                rules = await self._context_rules.of(live.scope.key)
                 rule = self._policy.always_rule(request, f"always-{len(rules) + 1}")
-                await self._context_rules.add(live.scope.context_id, rule)
+                await self._context_rules.add(live.scope.key, rule)
         await self._apply(live, request, decision, who, started)
 
     async def _apply(self, live: LiveTurn, request: Permission, decision: Decision, who: str, started: float) -> None:
@@ -388,7 +392,7 @@ class TurnExecutor(AgentExecutor):
         del self._live[live.scope.task_id]
         if live.deadline is not None:
             live.deadline.cancel()
-        self._sessions.release(live.scope.context_id)
+        self._sessions.release(live.scope.key)
         if not self._live:
             self._drained.set()
 

@@ -1,4 +1,4 @@
-"""contextId → backend session, kept in the agent's SQLite file; one turn at a time per context."""
+"""(caller, contextId) → backend session, kept in the agent's SQLite file; one turn at a time per context."""
 
 import asyncio
 import logging
@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from a2a_wrapper.backends.base import Backend, Session
 from a2a_wrapper.config import SessionSettings
@@ -16,12 +16,53 @@ log = logging.getLogger(__name__)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS context_sessions (
-    context_id TEXT PRIMARY KEY,
+    caller TEXT NOT NULL,
+    context_id TEXT NOT NULL,
     backend TEXT NOT NULL,
     session_id TEXT NOT NULL,
     created_at REAL NOT NULL,
-    last_used REAL NOT NULL
+    last_used REAL NOT NULL,
+    PRIMARY KEY (caller, context_id)
 )"""
+
+
+@dataclass(frozen=True, slots=True)
+class ContextKey:
+    """A context as its caller sees it: the same contextId sent by two callers names two conversations."""
+
+    caller: str  # the authenticated A2A caller; "" without auth
+    context_id: str
+
+    @property
+    def backend_key(self) -> str:
+        """What the backend is told; Copilot derives its session id from it, so no two contexts may share one.
+        A caller's name holds no "/", so the first "/" always ends it (the anonymous caller's key starts with it);
+        the session of an existing row is resumed by its stored id whatever this key was when it was made."""
+        return f"{self.caller}/{self.context_id}"
+
+
+async def migrate_to_callers(db: AsyncConnection, table: str, schema: str) -> None:
+    """Gives a table of an older version, keyed by context id alone, its `caller` column.
+
+    Each row goes to the caller who started the context's first task (its owner in a2a-sdk's `tasks` table,
+    which exists by now), so nobody loses a session or a rule; a context with no task left goes to the anonymous
+    caller. A second caller who had joined the context under an older version is left out: it was never his.
+    """
+    columns = [row[1] for row in await db.execute(text(f"PRAGMA table_info({table})"))]
+    if not columns or "caller" in columns:
+        return
+    older = f"{table}_before_callers"
+    first_owner = (
+        f"COALESCE((SELECT owner FROM tasks WHERE tasks.context_id = {older}.context_id ORDER BY rowid LIMIT 1), '')"
+    )
+    listed = ", ".join(columns)
+    await db.execute(text(f"ALTER TABLE {table} RENAME TO {older}"))
+    await db.execute(text(schema))
+    await db.execute(
+        text(f"INSERT INTO {table} (caller, {listed}) SELECT {first_owner}, {listed} FROM {older} ORDER BY rowid")
+    )
+    await db.execute(text(f"DROP TABLE {older}"))
+    log.info("%s: gave each of the older version's contexts to the caller who started it", table)
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,52 +76,54 @@ class SessionMap:
         self._engine = engine
         self._backend = backend
         self._settings = settings
-        self._locks: dict[str, asyncio.Lock] = {}
-        self._waiters: dict[str, int] = {}
-        self._known: dict[str, str] = {}  # context -> session id, as in the database
+        self._locks: dict[ContextKey, asyncio.Lock] = {}
+        self._waiters: dict[ContextKey, int] = {}
+        self._known: dict[ContextKey, str] = {}  # context -> session id, as in the database
         self._verified: set[str] = set()  # session ids the backend confirmed in this process
-        self._last_used: dict[str, float] = {}  # not yet written
+        self._last_used: dict[ContextKey, float] = {}  # not yet written
 
     async def initialize(self) -> None:
+        """Creates the table, or brings an older version's up to date; after the task store's `initialize`."""
         async with self._engine.begin() as db:
+            await migrate_to_callers(db, "context_sessions", _SCHEMA)
             await db.execute(text(_SCHEMA))
 
-    async def acquire(self, context_id: str) -> None:
+    async def acquire(self, key: ContextKey) -> None:
         """Serialises turns of one context: a second message waits until the running turn calls `release`
         (which may be in a later request, when the turn paused for a person)."""
-        lock = self._locks.setdefault(context_id, asyncio.Lock())
-        self._waiters[context_id] = self._waiters.get(context_id, 0) + 1
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        self._waiters[key] = self._waiters.get(key, 0) + 1
         try:
             await lock.acquire()
         except BaseException:
-            self._leave(context_id)
+            self._leave(key)
             raise
 
-    def release(self, context_id: str) -> None:
-        self._locks[context_id].release()
-        self._leave(context_id)
+    def release(self, key: ContextKey) -> None:
+        self._locks[key].release()
+        self._leave(key)
 
-    def _leave(self, context_id: str) -> None:
-        self._waiters[context_id] -= 1
-        if not self._waiters[context_id]:
-            del self._waiters[context_id], self._locks[context_id]
+    def _leave(self, key: ContextKey) -> None:
+        self._waiters[key] -= 1
+        if not self._waiters[key]:
+            del self._waiters[key], self._locks[key]
 
-    def busy(self, context_id: str) -> bool:
-        return context_id in self._locks
+    def busy(self, key: ContextKey) -> bool:
+        return key in self._locks
 
-    async def session_for(self, context_id: str) -> ContextSession:
+    async def session_for(self, key: ContextKey) -> ContextSession:
         """The context's backend session: resumed, recreated if the backend lost it, or new.
 
         A session checked once with the backend in this process is trusted afterwards (one request per
         turn to the backend); if the backend has lost it since, the turn reports `SessionGone` and the
         caller `forget`s it and asks again.
         """
-        known = self._known.get(context_id) or await self._lookup(context_id)
+        known = self._known.get(key) or await self._lookup(key)
         if known is not None and known in self._verified:
-            self._last_used[context_id] = time.time()
+            self._last_used[key] = time.time()
             return ContextSession(Session(known, created=False), recreated=False)
-        session = await self._backend.open_session(context_id, resume=known)
-        await self._remember(context_id, session.id)
+        session = await self._backend.open_session(key.backend_key, resume=known)
+        await self._remember(key, session.id)
         if known is None:
             await self._evict_over_limit()
         return ContextSession(session, recreated=known is not None and session.created)
@@ -92,35 +135,36 @@ class SessionMap:
             )
             return {str(row[0]) for row in rows}
 
-    def forget(self, context_id: str) -> None:
+    def forget(self, key: ContextKey) -> None:
         """The backend no longer has this context's session: check it again on the next turn."""
-        session_id = self._known.get(context_id)
+        session_id = self._known.get(key)
         self._verified.discard(session_id or "")
 
-    async def _remember(self, context_id: str, session_id: str) -> None:
+    async def _remember(self, key: ContextKey, session_id: str) -> None:
         now = time.time()
         async with self._engine.begin() as db:
             await db.execute(
                 text(
-                    "INSERT INTO context_sessions VALUES (:c, :b, :s, :t, :t) ON CONFLICT(context_id) "
-                    "DO UPDATE SET session_id = :s, last_used = :t"
+                    "INSERT INTO context_sessions (caller, context_id, backend, session_id, created_at, last_used)"
+                    " VALUES (:a, :c, :b, :s, :t, :t) ON CONFLICT(caller, context_id)"
+                    " DO UPDATE SET session_id = :s, last_used = :t"
                 ),
-                {"c": context_id, "b": self._backend.kind, "s": session_id, "t": now},
+                {"a": key.caller, "c": key.context_id, "b": self._backend.kind, "s": session_id, "t": now},
             )
-        self._known[context_id] = session_id
+        self._known[key] = session_id
         self._verified.add(session_id)
-        self._last_used[context_id] = now
+        self._last_used[key] = now
 
-    async def _lookup(self, context_id: str) -> str | None:
+    async def _lookup(self, key: ContextKey) -> str | None:
         async with self._engine.connect() as db:
             row = await db.execute(
-                text("SELECT session_id FROM context_sessions WHERE context_id = :c AND backend = :b"),
-                {"c": context_id, "b": self._backend.kind},
+                text("SELECT session_id FROM context_sessions WHERE caller = :a AND context_id = :c AND backend = :b"),
+                {"a": key.caller, "c": key.context_id, "b": self._backend.kind},
             )
             found = row.scalar_one_or_none()
         if found is None:
             return None
-        self._known[context_id] = str(found)
+        self._known[key] = str(found)
         return str(found)
 
     async def save_last_used(self) -> None:
@@ -130,8 +174,11 @@ class SessionMap:
             return
         async with self._engine.begin() as db:
             await db.execute(
-                text("UPDATE context_sessions SET last_used = :t WHERE context_id = :c AND last_used < :t"),
-                [{"c": c, "t": t} for c, t in used.items()],
+                text(
+                    "UPDATE context_sessions SET last_used = :t"
+                    " WHERE caller = :a AND context_id = :c AND last_used < :t"
+                ),
+                [{"a": key.caller, "c": key.context_id, "t": t} for key, t in used.items()],
             )
 
     async def expire(self) -> int:
@@ -140,35 +187,35 @@ class SessionMap:
         if not self._settings.ttl:
             return 0
         cutoff = time.time() - self._settings.ttl
-        async with self._engine.connect() as db:
-            rows = await db.execute(
-                text("SELECT context_id, session_id FROM context_sessions WHERE last_used < :t"), {"t": cutoff}
-            )
-            stale = [(r[0], r[1]) for r in rows]
-        return await self._end(stale)
+        return await self._end(
+            "SELECT caller, context_id, session_id FROM context_sessions WHERE last_used < :t", {"t": cutoff}
+        )
 
     async def _evict_over_limit(self) -> None:
         await self.save_last_used()
-        async with self._engine.connect() as db:
-            rows = await db.execute(
-                text("SELECT context_id, session_id FROM context_sessions ORDER BY last_used DESC LIMIT -1 OFFSET :n"),
-                {"n": self._settings.max_count},
-            )
-            extra = [(r[0], r[1]) for r in rows]
-        await self._end(extra)
+        await self._end(
+            "SELECT caller, context_id, session_id FROM context_sessions ORDER BY last_used DESC LIMIT -1 OFFSET :n",
+            {"n": self._settings.max_count},
+        )
 
-    async def _end(self, rows: list[tuple[str, str]]) -> int:
+    async def _end(self, query: str, params: dict[str, float]) -> int:
+        """Ends the sessions `query` selects (as caller, context id, session id); returns how many ended."""
+        async with self._engine.connect() as db:
+            rows = [(ContextKey(r[0], r[1]), str(r[2])) for r in await db.execute(text(query), params)]
         ended = 0
-        for context_id, session_id in rows:
-            if self.busy(context_id):
+        for key, session_id in rows:
+            if self.busy(key):
                 continue  # never end a session mid-turn
             try:
                 await self._backend.close_session(session_id)
             except BackendError as exc:
                 log.warning("could not delete backend session %s: %s", session_id, exc)
             async with self._engine.begin() as db:
-                await db.execute(text("DELETE FROM context_sessions WHERE context_id = :c"), {"c": context_id})
-            self._verified.discard(self._known.pop(context_id, ""))
+                await db.execute(
+                    text("DELETE FROM context_sessions WHERE caller = :a AND context_id = :c"),
+                    {"a": key.caller, "c": key.context_id},
+                )
+            self._verified.discard(self._known.pop(key, ""))
             ended += 1
         return ended
 

@@ -203,6 +203,7 @@ async def test_a_task_is_seen_and_cancelled_only_by_its_caller(guarded: ServedAg
         ("GetTask", {"id": task_id}),
         ("CancelTask", {"id": task_id}),
         ("SendMessage", {"message": user_message("hijack", task_id=task_id)}),
+        ("SubscribeToTask", {"id": task_id}),
     ]:
         answer = (await call(http, guarded.jsonrpc, method, request, bearer(CI_KEY))).json()
         assert answer["error"]["code"] == -32001, (method, answer)
