@@ -18,7 +18,7 @@ from copilot.generated.rpc import PermissionDecisionReject
 from a2a_wrapper.backends.base import Prompt, Session
 from a2a_wrapper.backends.copilot import launch
 from a2a_wrapper.backends.copilot.sdk_logs import quiet_sdk_logs
-from a2a_wrapper.backends.copilot.turn import CopilotTurn, Decision, unanswered
+from a2a_wrapper.backends.copilot.turn import CopilotTurn, Decision, blocked, unanswered
 from a2a_wrapper.config import AgentSettings
 from a2a_wrapper.config import CopilotBackend as CopilotSettings
 from a2a_wrapper.errors import BackendError, BackendUnavailable, SessionGone
@@ -191,6 +191,10 @@ class CopilotBackend:
     def turn(self, session: Session, prompt: Prompt) -> CopilotTurn:
         return CopilotTurn(self, session, prompt)
 
+    @property
+    def mcp_servers(self) -> list[str]:
+        return [name for name, server in self._settings.mcp_servers.items() if server.enabled]
+
     # the turn's host
 
     async def attach(self, session_id: str, turn: CopilotTurn) -> CopilotSession:
@@ -232,7 +236,13 @@ class CopilotBackend:
         return self._client
 
     def _handlers(self, session_id: str) -> dict[str, Any]:
-        """The session's permission and user-input handlers: they go to whichever turn runs in it."""
+        """The session's pre-tool hook, permission and user-input handlers: they go to whichever turn runs in it."""
+
+        async def on_pre_tool_use(hook: Any, invocation: Any) -> dict[str, str]:
+            turn = self._turns.get(session_id)
+            if turn is None:
+                return blocked("No turn is running in this session; nothing may run.")
+            return await turn.pre_tool_use(dict(hook))
 
         async def on_permission_request(request: Any, invocation: Any) -> Decision:
             turn = self._turns.get(session_id)
@@ -246,7 +256,11 @@ class CopilotBackend:
                 return unanswered()
             return await turn.question(dict(request))
 
-        return {"on_permission_request": on_permission_request, "on_user_input_request": on_user_input_request}
+        return {
+            "hooks": {"on_pre_tool_use": on_pre_tool_use},
+            "on_permission_request": on_permission_request,
+            "on_user_input_request": on_user_input_request,
+        }
 
 
 def _process(client: CopilotClient | None) -> "subprocess.Popen[bytes] | None":

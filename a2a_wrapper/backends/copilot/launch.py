@@ -89,7 +89,8 @@ def session_id_for(context_key: str) -> str:
 
 def session_options(backend: CopilotBackend) -> dict[str, Any]:
     """Keyword arguments for both create_session and resume_session (the provider is not kept by the CLI)."""
-    options: dict[str, Any] = {"streaming": True, "working_directory": str(backend.workdir)}
+    # No hooks from the workspace's `.github/hooks/`: the CLI would run their commands itself, outside any tool call.
+    options: dict[str, Any] = {"streaming": True, "working_directory": str(backend.workdir), "enable_file_hooks": False}
     if backend.model:
         options["model"] = backend.model
     if backend.provider is not None:

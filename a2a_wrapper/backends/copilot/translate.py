@@ -3,6 +3,8 @@
 Works on the wire form (`event.data.to_dict()`: camelCase keys), as the notes and the CLI's JSONL show it.
 """
 
+import json
+from collections.abc import Iterable
 from typing import Any
 
 from a2a_wrapper.events import (
@@ -57,12 +59,25 @@ def permission_kind(copilot_kind: str) -> str:
     return PERMISSION_KINDS.get(copilot_kind, copilot_kind)
 
 
+# Tools of the bash family that only read, list or stop shells an earlier (decided) bash call started: at the
+# pre-tool hook they are the agent's own state, not new commands (their arguments hold no command to check).
+_SHELL_BOOKKEEPING = frozenset({"read_bash", "list_bash", "stop_bash"})
+# The hook's tool -> the argument that holds its command (a shell's input is typed into a running shell).
+_COMMAND_ARGUMENTS = {"bash": "command", "write_bash": "input"}
+
+
 def tool_kind(tool: str) -> str:
     return TOOL_KINDS.get(tool, "other")
 
 
+def call_key(tool: str, arguments: Any) -> str:
+    """A tool call by what it does: the pre-tool hook names no call id, only the tool and its arguments."""
+    return json.dumps([tool, arguments], sort_keys=True, default=str)
+
+
 class Translator:
-    def __init__(self) -> None:
+    def __init__(self, mcp_servers: Iterable[str] = ()) -> None:
+        self._mcp_prefixes = tuple(f"{name}-" for name in mcp_servers)  # the CLI names MCP tools `<server>-<tool>`
         self._tools: dict[str, tuple[str, dict[str, Any]]] = {}  # toolCallId -> (tool name, arguments)
         self._emitted: dict[str, str] = {}  # answer text emitted per message, to complete it from the final one
         self._error: str | None = None
@@ -162,6 +177,23 @@ class Translator:
             tool = f"{request.get('serverName', '')}/{request.get('toolName', '')}"
         name = tool or str(request.get("toolName") or copilot_kind)
         return Permission(permission_id, permission_kind(copilot_kind), name, paths, command, url, request)
+
+    def started(self, call_id: str) -> tuple[str, dict[str, Any]] | None:
+        """The tool and arguments of a call the CLI announced (`tool.execution_start`)."""
+        return self._tools.get(call_id)
+
+    def hook_call(self, permission_id: str, tool: str, arguments: Any) -> Permission:
+        """A call the CLI's pre-tool hook holds before it runs (its tool and arguments), as the shield sees it."""
+        args = arguments if isinstance(arguments, dict) else {}
+        command = str(args.get(_COMMAND_ARGUMENTS[tool]) or "") if tool in _COMMAND_ARGUMENTS else None
+        url = str(args["url"]) if tool == "web_fetch" and args.get("url") else None
+        paths = (str(args["path"]),) if args.get("path") else ()
+        return Permission(permission_id, self._hook_kind(tool), tool, paths, command, url, {"toolArgs": args})
+
+    def _hook_kind(self, tool: str) -> str:
+        if tool.startswith(self._mcp_prefixes):
+            return "mcp"
+        return "think" if tool in _SHELL_BOOKKEEPING else tool_kind(tool)
 
     # the end
 

@@ -1,7 +1,11 @@
-"""One Copilot turn: the prompt sent, session events translated, permission and user-input requests held for answers.
+"""One Copilot turn: the prompt sent, session events translated, tool calls, permission and user-input requests held
+for answers.
 
-The SDK calls our handlers for permission requests and `ask_user` questions while the turn runs; each becomes a
-`Permission` or `Question` event and waits until the executor answers it with `reply` or `answer`.
+The SDK calls our handlers while the turn runs: the CLI's pre-tool hook for every tool call before it runs (the CLI
+asks permission only for what it thinks needs it), permission requests, and `ask_user` questions. Each becomes a
+`Permission` or `Question` event and waits until the executor answers it with `reply` or `answer`. A call the hook
+allowed runs without a permission request (the CLI asks none after an allow); should one come anyway, it is answered
+with the hook's decision, not decided and audited again.
 """
 
 import asyncio
@@ -17,7 +21,7 @@ from copilot.generated.session_events import SessionEvent, SessionEventType
 
 from a2a_wrapper.backends.base import Batching, Prompt, Session
 from a2a_wrapper.backends.copilot.prompt import message_of
-from a2a_wrapper.backends.copilot.translate import Translator
+from a2a_wrapper.backends.copilot.translate import Translator, call_key
 from a2a_wrapper.events import Done, Question, StreamEvent, coalesce
 
 log = logging.getLogger(__name__)
@@ -41,6 +45,8 @@ _READ = frozenset(
 )
 
 
+HOOK_PREFIX = "hook_"
+QUESTION_PREFIX = "q_"
 # The CLI knows no "rejected" for a question (an error reaches the model as "unable to respond due to an error"):
 # an unanswered question is answered with this sentence instead.
 NOBODY_ANSWERED = "Nobody answered this question; go on without the answer, or stop and say what you need."
@@ -50,7 +56,15 @@ def unanswered() -> dict[str, Any]:
     return {"answer": NOBODY_ANSWERED, "wasFreeform": True}
 
 
+def blocked(sentence: str) -> dict[str, str]:
+    """The pre-tool hook's answer that stops a call; the model reads `Denied by preToolUse hook: <sentence>`."""
+    return {"permissionDecision": "deny", "permissionDecisionReason": sentence}
+
+
 class TurnHost(Protocol):
+    @property
+    def mcp_servers(self) -> list[str]: ...
+
     async def attach(self, session_id: str, turn: "CopilotTurn") -> CopilotSession: ...
 
     def detach(self, session_id: str, turn: "CopilotTurn") -> None: ...
@@ -62,10 +76,11 @@ class CopilotTurn:
         self._session = session
         self._prompt = prompt
         self._queue: asyncio.Queue[StreamEvent] = asyncio.Queue()
-        self._translator = Translator()
+        self._translator = Translator(host.mcp_servers)
         self._sdk: CopilotSession | None = None
         self._waiting: dict[str, asyncio.Future[Any]] = {}  # permission or question id -> its answer
         self._decided: dict[str, Decision] = {}  # one tool call asking the same again (read: twice) is not re-asked
+        self._hook_allowed: set[str] = set()  # calls (tool and arguments) the pre-tool hook let run
         self._closed = False  # nobody reads the events any more
         self._finished = False  # the CLI ended the turn (a Done was yielded)
         self.more_ready = False
@@ -115,11 +130,32 @@ class CopilotTurn:
 
     # requests from the CLI (through the backend's handlers)
 
+    async def pre_tool_use(self, hook: dict[str, Any]) -> dict[str, str]:
+        """The CLI's pre-tool hook: the call decided before it runs, as a permission request is. Only an allow lets
+        it run; the SDK reads an exception as "no opinion" (the CLI then runs what it would not ask about), so a
+        failure here blocks the call instead."""
+        try:
+            if self._closed:
+                return blocked("No turn is running to decide this call; it did not run.")
+            tool, arguments = str(hook.get("toolName") or "unknown"), hook.get("toolArgs")
+            permission_id = HOOK_PREFIX + uuid.uuid4().hex
+            decision = await self._wait(permission_id, self._translator.hook_call(permission_id, tool, arguments))
+        except Exception:  # the boundary of one call
+            log.exception("session %s: checking a tool call failed; it is blocked", self._session.id)
+            return blocked("The wrapper could not check this tool call, so it did not run. Do not retry it.")
+        if isinstance(decision, PermissionDecisionApproveOnce):
+            self._hook_allowed.add(call_key(tool, arguments))
+            return {"permissionDecision": "allow"}
+        return blocked(decision.feedback or "The call was denied.")
+
     async def permission(self, request: dict[str, Any]) -> Decision:
         call = request.get("toolCallId")
         key = json.dumps(request, sort_keys=True, default=str) if call else ""
         if key in self._decided:
             return self._decided[key]
+        started = self._translator.started(str(call))
+        if started is not None and call_key(*started) in self._hook_allowed:
+            return PermissionDecisionApproveOnce()  # decided (and audited) at the hook
         if self._closed:
             return PermissionDecisionReject(feedback="No turn is running to decide this request.")
         permission_id = "perm_" + uuid.uuid4().hex
@@ -131,7 +167,7 @@ class CopilotTurn:
 
     async def question(self, request: dict[str, Any]) -> dict[str, Any]:
         choices = tuple(str(choice) for choice in request.get("choices") or ())
-        question_id = "q_" + uuid.uuid4().hex
+        question_id = QUESTION_PREFIX + uuid.uuid4().hex
         text = await self._wait(question_id, Question(question_id, str(request.get("question", "")), choices))
         if text is None:
             return unanswered()
@@ -151,7 +187,7 @@ class CopilotTurn:
         for request_id, future in list(self._waiting.items()):
             if not future.done():
                 future.set_result(
-                    PermissionDecisionReject(feedback=sentence) if request_id.startswith("perm_") else None
+                    None if request_id.startswith(QUESTION_PREFIX) else PermissionDecisionReject(feedback=sentence)
                 )
 
     # answers from the executor

@@ -70,6 +70,10 @@ class EventStream:
             for child in [c for c, p in self._parents.items() if p == session_id]:
                 del self._parents[child]
 
+    def parent_of(self, session_id: str) -> str | None:
+        """The session a subagent's session was created by, as the stream announced it."""
+        return self._parents.get(session_id)
+
     def broadcast(self, event: dict[str, Any]) -> None:
         for subscriptions in self._queues.values():
             for subscription in subscriptions:

@@ -2,8 +2,10 @@
 
 import json
 import secrets
+import shutil
 import socket
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +15,12 @@ from a2a_wrapper.config import ModelProvider, OpenCodeBackend
 READY_LINE = r"listening on (https?://\S+)"
 REPLACE_AGENT = "a2a"
 
-# Every tool asks, so each call reaches the wrapper's permission seam. Set through OPENCODE_PERMISSION,
-# which OpenCode applies after every other config source: nothing in the workspace can loosen it.
+# Every tool asks, so each call OpenCode chooses to ask about reaches the wrapper's permission seam too (behind the
+# tool hook, which sees every call). Set through OPENCODE_PERMISSION, which OpenCode applies after every other
+# config source: nothing in the workspace can loosen it.
 ASK_EVERYTHING = {"*": "ask", "question": "allow"}
+HOOK_SOCKET_ENV = "A2A_WRAPPER_HOOK_SOCKET"  # where the tool hook plugin reaches the wrapper
+HOOK_PLUGIN = "a2a-wrapper-hook.js"
 
 _OFFLINE_ENV = {
     "OPENCODE_DISABLE_MODELS_FETCH": "1",
@@ -26,7 +31,8 @@ _OFFLINE_ENV = {
     "OPENCODE_DISABLE_CLAUDE_CODE": "1",
     "OPENCODE_DISABLE_EXTERNAL_SKILLS": "1",
     "OPENCODE_DISABLE_PROJECT_CONFIG": "1",
-    "OPENCODE_PURE": "1",
+    # No OPENCODE_PURE: it stops every external plugin, the wrapper's tool hook with them. Without it, OpenCode
+    # 1.18.33 loads plugins from its own config folder and config, never from the workspace (project config off).
 }
 _PLUGIN_SEED = {
     "package.json": {"dependencies": {"@opencode-ai/plugin": "*"}},
@@ -43,6 +49,15 @@ class Launch:
     home: Path  # the backend's own folders (HOME, XDG_*, TMPDIR) live under it
 
 
+def home_of(state_dir: Path) -> Path:
+    return state_dir / "opencode"
+
+
+def hook_socket(state_dir: Path) -> Path:
+    """In the backend's own folder, which a sandbox binds at the same path: the plugin reaches it from inside."""
+    return home_of(state_dir) / "hook.sock"
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as probe:
         probe.bind((host, 0))
@@ -53,7 +68,7 @@ def prepare(
     binary: Path, backend: OpenCodeBackend, state_dir: Path, base_env: dict[str, str], listen_host: str = "127.0.0.1"
 ) -> Launch:
     """Folders created and seeded; the argv and environment for one `opencode serve`."""
-    home = state_dir / "opencode"
+    home = home_of(state_dir)
     folders = {
         "HOME": home / "home",
         "XDG_CONFIG_HOME": home / "config",
@@ -65,6 +80,7 @@ def prepare(
     for folder in folders.values():
         folder.mkdir(parents=True, exist_ok=True)
     _seed_plugin_dir(folders["XDG_CONFIG_HOME"] / "opencode")
+    install_hook(folders["XDG_CONFIG_HOME"] / "opencode")
     password = secrets.token_urlsafe(24)
     port = free_port()
     env = {
@@ -76,6 +92,7 @@ def prepare(
         "OPENCODE_SERVER_USERNAME": backend.username,
         "OPENCODE_CONFIG_CONTENT": json.dumps(opencode_config(backend)),
         "OPENCODE_PERMISSION": json.dumps(ASK_EVERYTHING),
+        HOOK_SOCKET_ENV: str(hook_socket(state_dir)),
     }
     argv = [str(binary), "serve", "--port", str(port), "--hostname", listen_host]
     return Launch(argv=argv, env=env, password=password, port=port, home=home)
@@ -129,3 +146,12 @@ def _seed_plugin_dir(config_dir: Path) -> None:
         path = config_dir / name
         if not path.exists():
             path.write_text(json.dumps(content))
+
+
+def install_hook(config_dir: Path) -> None:
+    """The tool hook plugin into the config folder's `plugin/`, where OpenCode loads it; copied at every start, so
+    the file always matches this wrapper (an edited or stale copy is replaced)."""
+    target = config_dir / "plugin" / HOOK_PLUGIN
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with resources.as_file(resources.files(__package__) / "plugin" / HOOK_PLUGIN) as source:
+        shutil.copyfile(source, target)

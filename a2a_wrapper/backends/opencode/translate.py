@@ -40,7 +40,15 @@ TOOL_KINDS = {
     "todoread": "think",
     "question": "question",
     "skill": "read",
+    "invalid": "think",  # what OpenCode runs for a call to a tool it does not have: it only reports that
+    "list_mcp_resources": "mcp",
+    "list_mcp_resource_templates": "mcp",
+    "read_mcp_resource": "mcp",
 }
+# A tool whose permission OpenCode asks under another name: a held call is named as OpenCode would ask it, so one
+# rule (and the audit) names both.
+_PERMISSION_NAMES = {"write": "edit", "patch": "edit", "apply_patch": "edit", "multiedit": "edit"}
+_PATH_ARGUMENTS = ("filePath", "path")
 
 
 def tool_kind(tool: str) -> str:
@@ -205,6 +213,19 @@ class Translator:
         call_id = (props.get("tool") or {}).get("callID") or ""
         workdir = (metadata.get("workdir") or self._workdirs.get(call_id)) if kind == "bash" else None
         return [Permission(props["id"], self._kind(kind), kind, paths, command, url, props, workdir)]
+
+    def hook_call(self, props: dict[str, Any]) -> Permission:
+        """A call the tool hook holds before it runs (`{id, tool, sessionID, callID, args}`), as the shield sees it."""
+        tool = str(props.get("tool") or "unknown")
+        arguments = props.get("args") if isinstance(props.get("args"), dict) else {}
+        assert isinstance(arguments, dict)
+        name = _PERMISSION_NAMES.get(tool, tool)
+        shell = tool == "bash"
+        command = str(arguments.get("command") or "") if shell else None  # no command is an empty one: denied
+        workdir = str(arguments["workdir"]) if shell and arguments.get("workdir") else None
+        url = str(arguments["url"]) if tool == "webfetch" and arguments.get("url") else None
+        paths = tuple(str(arguments[key]) for key in _PATH_ARGUMENTS if arguments.get(key))
+        return Permission(str(props["id"]), self._kind(name), name, paths, command, url, props, workdir)
 
     def _on_question_asked(self, props: dict[str, Any]) -> list[StreamEvent]:
         questions = props.get("questions") or []
