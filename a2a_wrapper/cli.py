@@ -111,7 +111,7 @@ def serve(config_path: Path | None, **flags: Any) -> None:
 @main.command()
 @CONFIG_OPTION
 def check(config_path: Path | None) -> None:
-    """Validate a config; print the effective config (secrets masked) and the agent card."""
+    """Validate a config; print the effective config (secrets masked), the agent card, the rules and the sandbox."""
     settings = _load(config_path)
     click.echo("# effective config")
     effective = settings.model_dump(mode="json")  # SecretStr fields print masked
@@ -122,8 +122,6 @@ def check(config_path: Path | None) -> None:
     click.echo("# agent card")
     click.echo(json.dumps(MessageToDict(build_card(settings)), indent=2))
     policy = _policy(settings)
-    click.echo("# runtime: where the backend runs, what it can write, read and reach")
-    click.echo(json.dumps(describe_runtime(settings, None), indent=2))
     click.echo("# permission rules")
     if isinstance(policy, Shield):
         for layer in ("operator", "agent"):
@@ -134,6 +132,8 @@ def check(config_path: Path | None) -> None:
     else:
         stance = "on: every tool call allowed" if settings.auto_approve else "off: every tool call denied"
         click.echo(f"no shield section; autoApprove is {stance}")
+    click.echo("# runtime: where the backend runs, what it can write, read and reach")
+    click.echo(json.dumps(describe_runtime(settings, None), indent=2))
 
 
 @main.group()

@@ -240,6 +240,16 @@ SHIELDED = {
 }
 
 
+def test_check_shows_what_the_sandbox_lets_the_backend_touch(tmp_path: Path, state_home: dict[str, str]) -> None:
+    result = a2a_wrap("check", "--config", str(write(tmp_path, SHIELDED)), env=state_home)
+    assert result.returncode == 0, result.stderr
+    runtime = json.loads(result.stdout.split("# runtime: where the backend runs, what it can write, read and reach")[1])
+    assert runtime["kind"] == "sandbox" and "checked on this machine" in runtime["mechanism"]
+    assert runtime["writable"][0] == str((tmp_path / "workspace").resolve()) and "your home folder" in runtime["hidden"]
+    assert runtime["network"]["direct"].startswith("none")
+    assert not (tmp_path / "workspace").exists(), "check creates nothing"
+
+
 def test_check_prints_the_shield_rules_as_a_table(tmp_path: Path, state_home: dict[str, str]) -> None:
     result = a2a_wrap("check", "--config", str(write(tmp_path, SHIELDED)), env=state_home)
     assert result.returncode == 0, result.stderr
