@@ -18,7 +18,7 @@ from a2a_wrapper.backends.copilot import launch
 from a2a_wrapper.backends.copilot.translate import Translator, file_diffs, permission_kind
 from a2a_wrapper.backends.copilot.turn import NOBODY_ANSWERED
 from a2a_wrapper.backends.opencode.launch import free_port
-from a2a_wrapper.config import AgentSettings, CardSettings, CopilotBackend, ServerSettings
+from a2a_wrapper.config import AgentSettings, CardSettings, CopilotBackend, SandboxRuntime, ServerSettings
 from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.events import Done, FileDiff, Permission, Question, Text, ToolCall, ToolResult
 from a2a_wrapper.offline_model import OfflineModel
@@ -102,7 +102,8 @@ async def test_a_read_outside_the_workspace_is_decided_once(
 ) -> None:
     outside = tmp_path / "outside.txt"
     outside.write_text("outside-text")
-    async with serving(copilot_settings(auto_approve=True), offline_model) as served:
+    readable = SandboxRuntime(read=[outside])  # the sandbox shows nothing else outside the workspace
+    async with serving(copilot_settings(auto_approve=True, runtime=readable), offline_model) as served:
         view = json.dumps({"path": str(outside)})
         events = await stream(http, served.jsonrpc, {"message": user_message(f"[[tool:view {view}]]")})
         assert final_state(events) == "TASK_STATE_COMPLETED"
