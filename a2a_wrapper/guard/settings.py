@@ -13,5 +13,6 @@ class GuardSettings(BaseModel):
     redact: bool = Field(True, description="Replace credentials in artifacts, status messages and logs.")
     injection: Literal["warn", "block", "off"] = Field(
         "warn",
-        description="Injection-shaped text in the answer or a tool result: flag it in metadata, block it, or ignore it.",
+        description="Injection-shaped text in the answer or a tool result: flag it in metadata, block it, or ignore "
+        "it.",
     )
