@@ -37,14 +37,14 @@ from a2a_wrapper.events import (
     ToolResult,
     Usage,
 )
-from a2a_wrapper.guard import GuardSettings
+from a2a_wrapper.guard import GuardSettings, redact_value
 from a2a_wrapper.guard.turn import TurnGuard
 from a2a_wrapper.metrics import AgentMetrics
 from a2a_wrapper.permissions import Decision, PermissionPolicy
 from a2a_wrapper.prompts import UnusableMessage, prompt_from_message
 from a2a_wrapper.reporter import META, TaskReporter
 from a2a_wrapper.sessions import ContextKey, SessionMap
-from a2a_wrapper.shield import Shield, classify
+from a2a_wrapper.shield import Rule, Shield, classify
 
 log = logging.getLogger(__name__)
 
@@ -329,7 +329,10 @@ class TurnExecutor(AgentExecutor):
             if answer.option == "allow_context" and isinstance(self._policy, Shield):
                 rules = await self._context_rules.of(live.scope.key)
                 rule = self._policy.always_rule(request, f"always-{len(rules) + 1}")
-                await self._context_rules.add(live.scope.key, rule)
+                if holds_credential(rule):  # a rule is kept in clear to match: this one is allowed once only
+                    decision = Decision("allow", f"{request.tool} allowed once by {who}: {ONCE}", decision.rule)
+                else:
+                    await self._context_rules.add(live.scope.key, rule)
         await self._apply(live, request, decision, who, started)
 
     async def _apply(self, live: LiveTurn, request: Permission, decision: Decision, who: str, started: float) -> None:
@@ -427,3 +430,12 @@ async def _quietly(action: Awaitable[None]) -> None:
         await action
     except BackendError as exc:
         log.warning("backend call failed: %s", exc)
+
+
+ONCE = "not kept for this context: it names a credential, and a rule would keep it in clear"
+
+
+def holds_credential(rule: Rule) -> bool:
+    """Whether a rule's patterns carry text the guard would redact (rules are stored as written, to match)."""
+    patterns = [*(rule.commands or ()), *(rule.paths or ()), *(rule.hosts or ())]
+    return redact_value(patterns) != patterns

@@ -125,6 +125,25 @@ async def test_a_person_approves_once_and_always_over_a2a(
         assert final_state(elsewhere) == "TASK_STATE_INPUT_REQUIRED", "the rule belongs to its context only"
 
 
+async def test_always_for_a_command_that_names_a_credential_allows_once_and_keeps_nothing(
+    make_settings: SettingsFactory, offline_model: Any, http: httpx.AsyncClient
+) -> None:
+    token = "ghp_" + "k3Y9" * 9  # a GitHub token's shape
+    command = f"echo {token} > token.txt"
+    async with serving(make_settings(shield=ShieldConfig()), offline_model) as served:
+        first = await stream(http, served.jsonrpc, bash(command))
+        context = first[0]["task"]["contextId"]
+        done = await stream(http, served.jsonrpc, answer(first[0]["task"], "always"))
+        assert final_state(done) == "TASK_STATE_COMPLETED" and (served.workdir / "token.txt").exists()
+        [decision] = data_parts(done, "permission")
+        assert "allowed once" in decision["reason"] and "credential" in decision["reason"]
+        again = await stream(http, served.jsonrpc, bash(command, context))
+        assert final_state(again) == "TASK_STATE_INPUT_REQUIRED", "no rule was kept: it asks again"
+        database = served.agent.settings.state_dir / "state.db"  # type: ignore[operator]
+    stored = b"".join(path.read_bytes() for path in database.parent.glob("state.db*"))
+    assert token.encode() not in stored
+
+
 async def test_anything_but_an_answer_asks_again_and_never_reaches_the_model(
     make_settings: SettingsFactory, offline_model: Any, http: httpx.AsyncClient
 ) -> None:
