@@ -50,6 +50,7 @@ async def external_opencode(make_settings: SettingsFactory, binary: Path, state:
     """An `opencode serve` the user runs themselves: its URL, password and workdir."""
     external = make_settings(state_dir=state)
     plan = launch.prepare(binary, external.backend, state, dict(os.environ))
+    (Path(plan.env["XDG_CONFIG_HOME"]) / "opencode" / "plugin" / launch.HOOK_PLUGIN).unlink()  # theirs: no hook
     external.backend.workdir.mkdir(parents=True)
     child = ChildProcess("external-opencode", plan.argv, plan.env, external.backend.workdir)
     await child.start(launch.READY_LINE)

@@ -64,6 +64,16 @@ def permission_kind(copilot_kind: str) -> str:
 _SHELL_BOOKKEEPING = frozenset({"read_bash", "list_bash", "stop_bash"})
 # The hook's tool -> the argument that holds its command (a shell's input is typed into a running shell).
 _COMMAND_ARGUMENTS = {"bash": "command", "write_bash": "input"}
+# The hook's tool -> the permission kind the CLI asks it as: one call looks the same to the shield and on A2A
+# whichever seam saw it. Other tools go by their display kind (TOOL_KINDS).
+_HOOK_PERMISSIONS = {
+    "bash": "shell",
+    "write_bash": "shell",
+    "create": "write",
+    "edit": "write",
+    "view": "read",
+    "web_fetch": "url",
+}
 
 
 def tool_kind(tool: str) -> str:
@@ -193,6 +203,8 @@ class Translator:
     def _hook_kind(self, tool: str) -> str:
         if tool.startswith(self._mcp_prefixes):
             return "mcp"
+        if tool in _HOOK_PERMISSIONS:
+            return permission_kind(_HOOK_PERMISSIONS[tool])
         return "think" if tool in _SHELL_BOOKKEEPING else tool_kind(tool)
 
     # the end
