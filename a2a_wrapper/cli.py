@@ -124,7 +124,7 @@ def check(config_path: Path | None) -> None:
     policy = _policy(settings)
     click.echo("# permission rules")
     if isinstance(policy, Shield):
-        for layer in ("operator", "agent"):
+        for layer in ("operator", "agent", "built-in"):
             rules = [rule for rule_layer, rule in policy.rules if rule_layer == layer]
             if rules:
                 click.echo(format_table(rules, layer=layer))

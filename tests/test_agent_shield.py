@@ -12,7 +12,7 @@ from aiohttp import web
 
 from a2a_wrapper.agent import running_agent
 from a2a_wrapper.audit import recent
-from a2a_wrapper.config import SandboxRuntime
+from a2a_wrapper.config import ProcessRuntime
 from a2a_wrapper.shield import ShieldConfig, ShieldError
 from tests.a2a_wire import answer_text, data_parts, final_state, rpc, stream, task_answer, user_message
 from tests.conftest import SettingsFactory, serving
@@ -244,8 +244,8 @@ async def test_the_same_trajectory_with_and_without_the_shield(
     deny_all = ShieldConfig.model_validate({"defaults": {"execute": "deny", "delete": "deny", "network": "deny"}})
     try:
         outcomes = {}
-        # Open: every tool call allowed, and the page's host let through the sandbox's egress proxy.
-        open_fields = {"auto_approve": True, "runtime": SandboxRuntime(hosts=["127.0.0.1"])}
+        # Open: every tool call allowed, and no sandbox (the page is on the host's loopback, which it hides).
+        open_fields = {"auto_approve": True, "runtime": ProcessRuntime()}
         for name, fields in (("open", open_fields), ("shielded", {"shield": deny_all})):
             settings = make_settings(state_dir=tmp_path / name, **fields)
             async with serving(settings, offline_model) as served:

@@ -156,3 +156,22 @@ async def test_no_way_out_of_the_sandbox(harness: Harness, http: httpx.AsyncClie
     said = answer_text(events)
     assert "nested-refused" in said and "CapEff: 0000000000000000" in said and "NoNewPrivs: 1" in said
     assert health["runtime"]["kind"] == "sandbox" and str(served.workdir.resolve()) in health["runtime"]["writable"]
+
+
+async def test_files_that_run_code_outside_tool_calls_stay_as_they_were(
+    harness: Harness, http: httpx.AsyncClient
+) -> None:
+    """With every tool call allowed, git's config and hooks (fsmonitor, hooks run by the next git command)
+    cannot be changed: the sandbox binds them read-only."""
+    workdir = harness.tmp_path / "state" / "workspace"
+    (workdir / ".git" / "hooks").mkdir(parents=True)
+    (workdir / ".git" / "config").write_text("[core]\n")
+    command = (
+        "printf '[core]\\n fsmonitor = touch pwned\\n' >> .git/config; "
+        "printf '#!/bin/sh\\ntouch pwned\\n' > .git/hooks/post-checkout; echo done"
+    )
+    async with harness.serving(auto_approve=True) as served:
+        events = await stream(http, served.jsonrpc, bash(command))
+        assert final_state(events) == "TASK_STATE_COMPLETED" and "done" in answer_text(events)
+    assert (workdir / ".git" / "config").read_text() == "[core]\n"
+    assert list((workdir / ".git" / "hooks").iterdir()) == []

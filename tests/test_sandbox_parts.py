@@ -216,3 +216,17 @@ async def test_a_deep_state_folder_gets_its_sockets_in_a_short_private_folder(tm
     finally:
         await sandbox.stop()
     assert not socket.parent.parent.exists(), "removed at stop"
+
+
+def test_files_that_run_code_outside_tool_calls_are_read_only_without_any_rule(tmp_path: Path) -> None:
+    for path in (".git/config", ".git/hooks/pre-commit", "src/.git/config", "opencode.json", "README.md"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("x")
+    masked, read_only = denied_paths(None, tmp_path)
+    assert masked == []
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in read_only) == [
+        ".git/config",
+        ".git/hooks",
+        "opencode.json",
+        "src/.git/config",
+    ]

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from a2a_wrapper.shield.globs import path_matches
+from a2a_wrapper.shield.protected import PROTECTED
 from a2a_wrapper.shield.rules import Rule, ShieldConfig
 
 log = logging.getLogger(__name__)
@@ -21,13 +22,11 @@ _WRITES = frozenset({"write", "delete"})
 
 
 def denied_paths(shield: ShieldConfig | None, workdir: Path) -> tuple[list[Path], list[Path]]:
-    """(masked, read-only): paths under `workdir` that path-only deny rules cover."""
-    if shield is None:
-        return [], []
-    hide = [rule for rule in shield.rules if _path_deny(rule) and _covers(rule, {"read"})]
-    freeze = [rule for rule in shield.rules if _path_deny(rule) and _covers(rule, _WRITES)]
-    if not hide and not freeze:
-        return [], []
+    """(masked, read-only): paths under `workdir` that path-only deny rules cover, the built-in protection of
+    files that run code outside tool calls included (with a shield or without)."""
+    rules = (PROTECTED, *(shield.rules if shield else ()))
+    hide = [rule for rule in rules if _path_deny(rule) and _covers(rule, {"read"})]
+    freeze = [rule for rule in rules if _path_deny(rule) and _covers(rule, _WRITES)]
     masked: list[Path] = []
     read_only: list[Path] = []
     root = str(workdir.resolve())

@@ -1,6 +1,7 @@
 """The shield: every permission request decided by rules, allow / ask / deny, failing closed.
 
-Three layers of rules: the operator's (a floor for every agent), the agent's, and a context's (a person's
+Layers of rules: the built-in protection of files that run code outside tool calls (protected.py), the
+operator's (a floor for every agent), the agent's, and a context's (a person's
 "always"). For each item of a request (each command part, or its own target):
   1. any matching deny rule, of any layer: deny;
   2. else a matching context allow: allow (a person already said "always" here, so it answers an ask);
@@ -30,6 +31,7 @@ from a2a_wrapper.shield.globs import escape
 from a2a_wrapper.shield.items import Item, classify, items_of
 from a2a_wrapper.shield.matching import inside, matches
 from a2a_wrapper.shield.paths import Workspace
+from a2a_wrapper.shield.protected import PROTECTED
 from a2a_wrapper.shield.rules import Rule, ShieldConfig, ShieldError
 
 logger = logging.getLogger(__name__)
@@ -60,6 +62,7 @@ class Shield:
         self._layers: tuple[tuple[str, tuple[Rule, ...]], ...] = (
             ("operator", operator.rules if operator else ()),
             ("agent", config.rules),
+            ("built-in", (PROTECTED,)),  # after the others: a deny of theirs names the policy the user wrote
         )
         layers = [c for c in (config, operator) if c is not None]
         self.defaults: dict[Class, Outcome] = {
@@ -69,13 +72,13 @@ class Shield:
 
     @property
     def rules(self) -> tuple[tuple[str, Rule], ...]:
-        """Every rule with its layer (`operator`, `agent`, `context`), in the order they are consulted."""
+        """Every rule with its layer (`operator`, `agent`, `built-in`, `context`), in the order they are consulted."""
         return tuple((layer, rule) for layer, rules in self._layers for rule in rules)
 
     def for_context(self, rules: Sequence[Rule]) -> "Shield":
         """This shield plus a context's own rules (a person's "always"); they never beat a deny."""
         shield = copy.copy(self)
-        shield._layers = (*self._layers[:2], ("context", tuple(rules)))
+        shield._layers = (*self._layers[:3], ("context", tuple(rules)))
         return shield
 
     def decide(self, request: Permission) -> Decision:
