@@ -221,3 +221,18 @@ async def _ended(http: httpx.AsyncClient, served: ServedAgent, task_id: str) -> 
             if task["status"]["state"] not in ("TASK_STATE_INPUT_REQUIRED", "TASK_STATE_WORKING"):
                 return dict(task)
             await asyncio.sleep(0.2)
+
+
+async def test_a_deep_state_folder_still_gets_its_hook_in_the_sandbox(
+    make_settings: SettingsFactory, offline_model: OfflineModel, http: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    """The hook's socket is in the sandbox's short socket folder: a state path past a socket's 107 bytes works."""
+    state = tmp_path / ("a-deep-folder-name-" * 6) / "state"
+    settings = make_settings(state_dir=state, shield=ShieldConfig.model_validate({"defaults": {"delete": "deny"}}))
+    settings.backend.workdir.mkdir(parents=True)
+    (settings.backend.workdir / "README.md").write_text("kept")
+    async with serving(settings, offline_model) as served:
+        events = await stream(http, served.jsonrpc, tools(("bash", {"command": ">README.md", "description": "t"})))
+        assert final_state(events) == "TASK_STATE_COMPLETED"
+        assert [(e.tool, e.decision) for e in audit_of(served)] == [("bash", "deny")]
+    assert (settings.backend.workdir / "README.md").read_text() == "kept"

@@ -26,7 +26,7 @@ from a2a_wrapper.permissions import AutoApprove, PermissionPolicy
 from a2a_wrapper.sandbox.bubblewrap import checked_bwrap
 from a2a_wrapper.sandbox.egress import Destination, EgressDecision, EgressPolicy, EgressProxy, endpoint
 from a2a_wrapper.sandbox.masks import denied_paths
-from a2a_wrapper.sandbox.plan import EGRESS_SOCKET, PROXY_PORT, Forward, SandboxPlan
+from a2a_wrapper.sandbox.plan import EGRESS_SOCKET, PROXY_PORT, SERVE_INSIDE, Forward, SandboxPlan
 from a2a_wrapper.shield import Shield
 from a2a_wrapper.shield.hosts import BadUrl
 
@@ -81,6 +81,7 @@ class Sandbox:
         workdir = self._settings.backend.workdir
         workdir.mkdir(parents=True, exist_ok=True)
         self._masked, self._read_only = denied_paths(self._settings.shield, workdir)
+        (self._sockets / "serve").mkdir(mode=0o700, parents=True, exist_ok=True)  # the backend may serve here first
         await self._proxy.start()
         log.info(
             "[%s] sandbox: %s writable; endpoints %s; every other host through the egress proxy",
@@ -95,8 +96,14 @@ class Sandbox:
             shutil.rmtree(self._sockets, ignore_errors=True)
 
     def socket_path(self, name: str) -> Path:
-        """Where the wrapper connects to a socket the bridge serves as `name` (see `wrap`'s `serve`)."""
+        """A socket `name` shared with the backend, as the wrapper sees it: one the bridge serves (see `wrap`'s
+        `serve`), or one the wrapper serves for the backend at `inside(name)`."""
         return self._sockets / "serve" / name
+
+    @staticmethod
+    def inside(name: str) -> Path:
+        """The same socket as the backend sees it (a short path, whatever the state folder's)."""
+        return SERVE_INSIDE / name
 
     def wrap(
         self,

@@ -67,7 +67,7 @@ class OpenCodeBackend:
             await self._connect(self._settings.base_url, password)
         else:
             # Listening before OpenCode starts: the plugin we install reaches it from its first tool call on.
-            self.hooks = HookServer(self._name, launch.hook_socket(self._state_dir), self._parent_of)
+            self.hooks = HookServer(self._name, self._hook_socket(), self._parent_of)
             await self.hooks.start()
             await self._spawn()
         assert self._events is not None
@@ -103,10 +103,18 @@ class OpenCodeBackend:
             return None
         return str(info["parentID"]) if info and info.get("parentID") else None
 
+    def _hook_socket(self) -> Path:
+        """The tool hook's socket: the sandbox's short socket folder, else the backend's own folder."""
+        if self._sandbox is not None:
+            return self._sandbox.socket_path(launch.HOOK_SOCKET)
+        return launch.hook_socket(self._state_dir)
+
     async def _spawn(self) -> None:
         binary = (self._settings.binary or find_binary("opencode")).resolve()
         host = listen_host(self._runtime)
         plan = launch.prepare(binary, self._settings, self._state_dir, dict(os.environ), listen_host=host)
+        if self._sandbox is not None:  # the plugin, inside, reaches the hook where the sandbox shows it
+            plan.env[launch.HOOK_SOCKET_ENV] = str(self._sandbox.inside(launch.HOOK_SOCKET))
         # In a container or a sandbox: the binary read-only and the backend's folders at their host paths.
         mounts = [Mount(binary, read_only=True), Mount(plan.home)]
         # A sandbox has its own network: the server's port inside is reached through a socket in its folder.

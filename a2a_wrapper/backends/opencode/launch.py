@@ -21,6 +21,7 @@ REPLACE_AGENT = "a2a"
 ASK_EVERYTHING = {"*": "ask", "question": "allow"}
 HOOK_SOCKET_ENV = "A2A_WRAPPER_HOOK_SOCKET"  # where the tool hook plugin reaches the wrapper
 HOOK_PLUGIN = "a2a-wrapper-hook.js"
+HOOK_SOCKET = "hook.sock"
 
 _OFFLINE_ENV = {
     "OPENCODE_DISABLE_MODELS_FETCH": "1",
@@ -55,7 +56,7 @@ def home_of(state_dir: Path) -> Path:
 
 def hook_socket(state_dir: Path) -> Path:
     """In the backend's own folder, which a sandbox binds at the same path: the plugin reaches it from inside."""
-    return home_of(state_dir) / "hook.sock"
+    return home_of(state_dir) / HOOK_SOCKET
 
 
 def free_port(host: str = "127.0.0.1") -> int:
