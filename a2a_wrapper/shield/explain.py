@@ -32,10 +32,14 @@ class Explanation:
     steps: tuple[Step, ...]
 
 
-def decision_for(request: Permission, steps: Sequence[Step]) -> Decision:
-    """Across the steps, deny beats ask beats allow; the first step with that outcome speaks."""
+def decision_for(request: Permission, steps: Sequence[Step], request_class: Class) -> Decision:
+    """Across the steps, deny beats ask beats allow; the first step with that outcome speaks, except that of the
+    steps that deny or ask, one of the request's own class goes first (in `ls -la && rm -rf x` it is the `rm`
+    that makes the request a delete and asks)."""
     outcome = strictest(step.outcome for step in steps)
-    step = next((step for step in steps if step.outcome == outcome), None)
+    deciding = [step for step in steps if step.outcome == outcome]
+    own = [step for step in deciding if step.item.cls == request_class and outcome != "allow"]
+    step = next(iter(own + deciding), None)
     if step is None:
         sentence = f"The shield found nothing to check in {_what(request)}. Do not retry it."
         return Decision("deny", sentence, "shield:empty")
