@@ -89,7 +89,7 @@ def _run(coroutine: Any) -> None:
 @serve_options
 @click.pass_context
 def main(ctx: click.Context, config_path: Path | None, **flags: Any) -> None:
-    """Run coding agents (OpenCode; Copilot and ACP agents to come) as A2A agents."""
+    """Run coding agents (OpenCode, GitHub Copilot CLI, any ACP agent) as A2A agents, each in an OS sandbox."""
     if ctx.invoked_subcommand is None:
         if config_path is None:
             click.echo(ctx.get_help())
