@@ -66,12 +66,9 @@ class Sandbox:
         self._endpoints = set(_endpoints(settings))
         loopback = {d.port: d for d in sorted(self._endpoints, key=str, reverse=True) if d.host in _LOOPBACK}
         self._forwards = [Forward(port, str(d)) for port, d in sorted(loopback.items())]  # one per port inside
-        self._sockets = _sockets_folder(settings.state_dir / "sandbox")
-        self._proxy = EgressProxy(
-            self._sockets / "egress" / EGRESS_SOCKET,
-            EgressPolicy(self._endpoints, policy, isinstance(policy, Shield), self._runtime.hosts),
-            self._record,
-        )
+        self._sockets = settings.state_dir / "sandbox"  # until start(), which may pick a shorter one
+        self._egress = EgressPolicy(self._endpoints, policy, isinstance(policy, Shield), self._runtime.hosts)
+        self._proxy: EgressProxy | None = None
         self._bwrap: Path | None = None
         self._masked: list[Path] = []
         self._read_only: list[Path] = []
@@ -81,7 +78,9 @@ class Sandbox:
         workdir = self._settings.backend.workdir
         workdir.mkdir(parents=True, exist_ok=True)
         self._masked, self._read_only = denied_paths(self._settings.shield, workdir)
+        self._sockets = _sockets_folder(self._sockets)
         (self._sockets / "serve").mkdir(mode=0o700, parents=True, exist_ok=True)  # the backend may serve here first
+        self._proxy = EgressProxy(self._sockets / "egress" / EGRESS_SOCKET, self._egress, self._record)
         await self._proxy.start()
         log.info(
             "[%s] sandbox: %s writable; endpoints %s; every other host through the egress proxy",
@@ -91,7 +90,8 @@ class Sandbox:
         )
 
     async def stop(self) -> None:
-        await self._proxy.stop()
+        if self._proxy is not None:
+            await self._proxy.stop()
         if self._sockets.parent == Path(tempfile.gettempdir()):
             shutil.rmtree(self._sockets, ignore_errors=True)
 
@@ -117,7 +117,7 @@ class Sandbox:
     ) -> Wrapped:
         """`argv` inside the sandbox: `own` (the backend's folders) writable, `programs` readable, and each
         `(name, port)` of `serve` a port inside reached at `socket_path(name)`."""
-        assert self._bwrap is not None, "start() first"
+        assert self._bwrap is not None and self._proxy is not None, "start() first"
         plan = self.plan(own, programs)
         for path in [*plan.writable, self._sockets / "serve"]:
             path.mkdir(parents=True, exist_ok=True)  # a bind needs its source
@@ -261,8 +261,8 @@ def describe_runtime(settings: AgentSettings, sandbox: Sandbox | None) -> dict[s
 
 
 def _sockets_folder(preferred: Path) -> Path:
-    """`preferred`, unless its sockets' paths would pass the 107 bytes a Unix socket path may hold: then a
-    private folder under the temp folder (mode 0700), removed at stop."""
+    """`preferred`, unless its sockets' paths would pass the 107 bytes a Unix socket path may hold: then a new
+    private folder under the temp folder (mode 0700), removed at stop. Called once, at start."""
     if len(os.fsencode(preferred / "serve" / "opencode.sock")) <= _SOCKET_PATH_ROOM:
         return preferred
     return Path(tempfile.mkdtemp(prefix="a2a-wrap-"))
