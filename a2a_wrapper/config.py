@@ -106,6 +106,11 @@ class BackendCommon(Section):
     mcp_servers: dict[str, McpServer] = Field({}, description="MCP servers by name (stdio `command` or HTTP `url`).")
     startup_timeout: float = Field(60.0, gt=0)
 
+    @property
+    def enabled_mcp_servers(self) -> list[str]:
+        """The names of the MCP servers the backend is given (its tools' names start with them)."""
+        return [name for name, server in self.mcp_servers.items() if server.enabled]
+
 
 class OpenCodeBackend(BackendCommon):
     kind: Literal["opencode"] = "opencode"

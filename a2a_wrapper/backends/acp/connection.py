@@ -109,7 +109,7 @@ class AgentConnection:
     def __init__(
         self, name: str, settings: AcpSettings, env: dict[str, str], sandbox: Sandbox | None, home: Path
     ) -> None:
-        self.client = WrapperClient(name, tuple(n for n, server in settings.mcp_servers.items() if server.enabled))
+        self.client = WrapperClient(name, tuple(settings.enabled_mcp_servers))
         command = agent_command(settings.command, env)
         if sandbox is not None:  # the agent's folders writable, its program readable
             wrapped = sandbox.wrap(command, env, own=[home], programs=program_paths(command))

@@ -193,7 +193,7 @@ class CopilotBackend:
 
     @property
     def mcp_servers(self) -> list[str]:
-        return [name for name, server in self._settings.mcp_servers.items() if server.enabled]
+        return self._settings.enabled_mcp_servers
 
     # the turn's host
 

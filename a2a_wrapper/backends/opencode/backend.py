@@ -264,7 +264,7 @@ class OpenCodeBackend:
 
     @property
     def mcp_servers(self) -> list[str]:
-        return [name for name, server in self._settings.mcp_servers.items() if server.enabled]
+        return self._settings.enabled_mcp_servers
 
     @property
     def events(self) -> EventStream:
