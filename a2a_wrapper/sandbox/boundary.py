@@ -14,7 +14,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,7 +56,11 @@ class Wrapped:
 
 class Sandbox:
     def __init__(
-        self, settings: AgentSettings, policy: PermissionPolicy, audit: AuditLog | None, counter: Any = None
+        self,
+        settings: AgentSettings,
+        policy: PermissionPolicy,
+        audit: AuditLog | None,
+        counter: Callable[[str], None] | None = None,
     ) -> None:
         assert isinstance(settings.runtime, SandboxRuntime) and settings.state_dir is not None
         self._settings = settings
@@ -142,8 +146,9 @@ class Sandbox:
 
     def describe(self) -> dict[str, Any]:
         """What the backend can touch, for /health and `a2a-wrap check` (which calls it before any start)."""
-        if self._bwrap is None:
-            self._masked, self._read_only = denied_paths(self._settings.shield, self._settings.backend.workdir)
+        masked, read_only = self._masked, self._read_only
+        if self._bwrap is None:  # not started: what a start would find
+            masked, read_only = denied_paths(self._settings.shield, self._settings.backend.workdir)
             try:
                 mechanism = f"bubblewrap at {checked_bwrap()}, checked on this machine"
             except SandboxUnavailable as exc:
@@ -160,8 +165,8 @@ class Sandbox:
                 "the backend's program, its MCP servers' and the wrapper's Python",
                 *map(str, plan.readable),
             ],
-            "hidden": ["your home folder", "the wrapper's state", *map(str, plan.masked)],
-            "read_only_in_workspace": [str(p) for p in plan.read_only],
+            "hidden": ["your home folder", "the wrapper's state", *map(str, masked)],
+            "read_only_in_workspace": [str(p) for p in read_only],
             "network": {
                 "direct": "none (own network namespace)",
                 "allowed": sorted(map(str, self._endpoints)) + self._runtime.hosts,
