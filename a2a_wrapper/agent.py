@@ -15,21 +15,20 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from starlette.types import ASGIApp
 
-from a2a_wrapper.app import build_app
-from a2a_wrapper.audit import AuditLog
 from a2a_wrapper.backends import Backend, create_backend
-from a2a_wrapper.card import CARD_PATH, build_card
-from a2a_wrapper.config import AgentSettings, ProcessRuntime, SandboxRuntime
-from a2a_wrapper.context_rules import ContextRules
-from a2a_wrapper.executor import TurnExecutor
-from a2a_wrapper.metrics import AgentMetrics
-from a2a_wrapper.permissions import PermissionPolicy
-from a2a_wrapper.policy import build_policy
-from a2a_wrapper.recovery import INTERRUPTED, fail_interrupted_tasks
+from a2a_wrapper.background import cancel_and_wait
+from a2a_wrapper.config.settings import AgentSettings, ProcessRuntime, SandboxRuntime
+from a2a_wrapper.frontend.app import build_app
+from a2a_wrapper.frontend.card import CARD_PATH, build_card
+from a2a_wrapper.frontend.executor import TurnExecutor
+from a2a_wrapper.frontend.metrics import AgentMetrics
+from a2a_wrapper.permissions.policy import PermissionPolicy, build_policy
 from a2a_wrapper.sandbox import Sandbox, describe_runtime
-from a2a_wrapper.sessions import SessionMap
-from a2a_wrapper.task_store import WriteBehindTaskStore, stored_task_ids
-from a2a_wrapper.tasks import cancel_and_wait
+from a2a_wrapper.state.audit import AuditLog
+from a2a_wrapper.state.context_rules import ContextRules
+from a2a_wrapper.state.recovery import INTERRUPTED, fail_interrupted_tasks
+from a2a_wrapper.state.sessions import SessionMap
+from a2a_wrapper.state.task_store import WriteBehindTaskStore, stored_task_ids
 
 log = logging.getLogger(__name__)
 

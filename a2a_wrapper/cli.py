@@ -10,11 +10,11 @@ from typing import Any
 import click
 from google.protobuf.json_format import MessageToDict
 
-from a2a_wrapper import installer
-from a2a_wrapper.card import build_card
-from a2a_wrapper.config import AgentSettings
-from a2a_wrapper.config_file import load_config
+from a2a_wrapper.backends import install as installer
+from a2a_wrapper.config.files import load_config
+from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.errors import WrapperError
+from a2a_wrapper.frontend.card import build_card
 from a2a_wrapper.guard import RedactingFilter, redact_value
 from a2a_wrapper.sandbox import describe_runtime
 from a2a_wrapper.shield import Shield, format_table
@@ -174,7 +174,7 @@ def shield_explain(
 
 
 def _policy(settings: AgentSettings) -> Any:
-    from a2a_wrapper.policy import build_policy
+    from a2a_wrapper.permissions.policy import build_policy
 
     try:
         return build_policy(settings)
@@ -189,7 +189,7 @@ def audit(config_path: Path | None, limit: int) -> None:
     """Show the agent's recent permission decisions, newest first."""
     from datetime import UTC, datetime
 
-    from a2a_wrapper.audit import recent
+    from a2a_wrapper.state.audit import recent
     from a2a_wrapper.text_table import text_table
 
     settings = _load(config_path)
@@ -246,7 +246,7 @@ def model(port: int, host: str) -> None:
 def demo(port: int, state_dir: Path | None) -> None:
     """The offline model and a fleet of three agents (OpenCode, Copilot, an ACP agent) behind one registry;
     prints the registry URL and commands to try."""
-    from a2a_wrapper.demo import run_demo
+    from a2a_wrapper.fleet.demo import run_demo
 
     setup_logging("INFO")
     _run(run_demo(port, state_dir, click.echo))

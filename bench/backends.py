@@ -35,7 +35,7 @@ from overhead import DirectClient, Timing, WrapperClient, compare, pct, serving
 
 from a2a_wrapper.agent import running_agent
 from a2a_wrapper.backends.opencode.launch import free_port
-from a2a_wrapper.config import AgentSettings, CardSettings, ProcessRuntime, ServerSettings
+from a2a_wrapper.config.settings import AgentSettings, CardSettings, ProcessRuntime, ServerSettings
 from a2a_wrapper.offline_model import OfflineModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

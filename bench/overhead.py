@@ -61,9 +61,10 @@ import aiohttp
 import uvicorn
 
 from a2a_wrapper.agent import RunningAgent, running_agent
+from a2a_wrapper.backends.install import find_binary
 from a2a_wrapper.backends.opencode.backend import OpenCodeBackend as OpenCodeClient
 from a2a_wrapper.backends.opencode.launch import free_port
-from a2a_wrapper.config import (
+from a2a_wrapper.config.settings import (
     AgentSettings,
     CardSettings,
     ModelProvider,
@@ -71,7 +72,6 @@ from a2a_wrapper.config import (
     ProcessRuntime,
     ServerSettings,
 )
-from a2a_wrapper.installer import find_binary
 from a2a_wrapper.offline_model import MODEL_ID, SMALL_MODEL_ID, OfflineModel
 
 log = logging.getLogger("bench.overhead")

@@ -53,7 +53,7 @@ if [ "$backends" = host ]; then
     # The folder `a2a-wrap backends install` fills (A2A_WRAP_BACKENDS_DIR or the per-user data folder).
     "${PYTHON:-python3}" - "$work/context/backends" <<'PY'
 import shutil, sys
-from a2a_wrapper.installer import backends_dir, find_binary
+from a2a_wrapper.backends.install import backends_dir, find_binary
 for kind in ("opencode", "copilot"):
     find_binary(kind)  # a clear error when one is missing
     shutil.copytree(backends_dir() / kind, f"{sys.argv[1]}/{kind}", symlinks=True)

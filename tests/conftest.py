@@ -13,9 +13,9 @@ import pytest
 import uvicorn
 
 from a2a_wrapper.agent import RunningAgent, running_agent
+from a2a_wrapper.backends.install import find_binary
 from a2a_wrapper.backends.opencode.launch import free_port
-from a2a_wrapper.config import AgentSettings, CardSettings, ModelProvider, OpenCodeBackend, ServerSettings
-from a2a_wrapper.installer import find_binary
+from a2a_wrapper.config.settings import AgentSettings, CardSettings, ModelProvider, OpenCodeBackend, ServerSettings
 from a2a_wrapper.offline_model import MODEL_ID, SMALL_MODEL_ID, OfflineModel
 
 

@@ -34,20 +34,20 @@ from a2a_wrapper.agent import running_agent
 from a2a_wrapper.backends import create_backend
 from a2a_wrapper.backends.acp import translate
 from a2a_wrapper.backends.opencode.launch import free_port
-from a2a_wrapper.config import AgentSettings, CardSettings, ServerSettings
+from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSettings
 from a2a_wrapper.errors import ConfigError, Unauthorized
 from a2a_wrapper.events import Done, FileDiff, Permission, Plan, PlanStep, Text, ToolCall, ToolResult, Usage
 from a2a_wrapper.offline_model import OfflineModel
 from a2a_wrapper.shield import kind_class
-from tests.a2a_wire import (
+from tests.conftest import ServedAgent, serving
+from tests.helpers.a2a_wire import (
     send,
     status_text,
     stream,
     task_answer,
     user_message,
 )
-from tests.acp_fixtures import ACP_BACKENDS
-from tests.conftest import ServedAgent, serving
+from tests.helpers.acp_fixtures import ACP_BACKENDS
 
 AcpSettingsFactory = Callable[..., AgentSettings]
 
@@ -285,7 +285,7 @@ def test_stop_reasons_end_the_turn(stop: str, outcome: str) -> None:
 
 def test_a_bare_backend_name_runs_the_managed_install(tmp_path: Path) -> None:
     from a2a_wrapper.backends.acp.connection import agent_command
-    from a2a_wrapper.installer import find_binary
+    from a2a_wrapper.backends.install import find_binary
 
     empty_path = {"PATH": str(tmp_path)}
     assert agent_command(["copilot", "--acp"], empty_path) == [str(find_binary("copilot")), "--acp"]

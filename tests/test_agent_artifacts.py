@@ -4,8 +4,8 @@ import json
 
 import httpx
 
-from tests.a2a_wire import final_state, stream, user_message
 from tests.conftest import ServedAgent
+from tests.helpers.a2a_wire import final_state, stream, user_message
 
 
 def artifacts_named(events: list[dict], prefix: str) -> list[dict]:

@@ -16,8 +16,8 @@ from a2a_wrapper.agent import running_agent
 from a2a_wrapper.backends.opencode import launch
 from a2a_wrapper.errors import BackendUnavailable
 from a2a_wrapper.process import ChildProcess
-from tests.a2a_wire import V1, answer_text, rpc, send, stream, task_answer, user_message
 from tests.conftest import ServedAgent, SettingsFactory, serving
+from tests.helpers.a2a_wire import V1, answer_text, rpc, send, stream, task_answer, user_message
 
 
 async def test_system_prompt_appended(

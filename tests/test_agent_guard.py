@@ -6,9 +6,9 @@ from typing import Any
 
 import httpx
 
-from a2a_wrapper.audit import recent
-from tests.a2a_wire import answer_text, data_parts, rpc, stream, user_message
+from a2a_wrapper.state.audit import recent
 from tests.conftest import ServedAgent, SettingsFactory, serving
+from tests.helpers.a2a_wire import answer_text, data_parts, rpc, stream, user_message
 from tests.test_guard_secrets import OPENSSH
 
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"

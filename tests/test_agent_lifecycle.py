@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 import yaml
 
-from tests.a2a_wire import rpc, status_text, user_message
 from tests.conftest import SettingsFactory
+from tests.helpers.a2a_wire import rpc, status_text, user_message
 
 
 def write_config(path: Path, settings: Any) -> Path:

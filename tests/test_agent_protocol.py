@@ -5,8 +5,8 @@ from a2a.client import ClientConfig, create_client
 from a2a.helpers import new_text_message
 from a2a.types import Role, SendMessageRequest
 
-from tests.a2a_wire import V1, answer_text, rpc, send, stream, task_answer, user_message
 from tests.conftest import ServedAgent
+from tests.helpers.a2a_wire import V1, answer_text, rpc, send, stream, task_answer, user_message
 
 
 async def test_card_is_served_from_config_not_from_host_header(agent: ServedAgent, http: httpx.AsyncClient) -> None:

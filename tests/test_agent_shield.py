@@ -11,11 +11,11 @@ import pytest
 from aiohttp import web
 
 from a2a_wrapper.agent import running_agent
-from a2a_wrapper.audit import recent
-from a2a_wrapper.config import ProcessRuntime
+from a2a_wrapper.config.settings import ProcessRuntime
 from a2a_wrapper.shield import ShieldConfig, ShieldError
-from tests.a2a_wire import answer_text, data_parts, final_state, rpc, stream, task_answer, user_message
+from a2a_wrapper.state.audit import recent
 from tests.conftest import SettingsFactory, serving
+from tests.helpers.a2a_wire import answer_text, data_parts, final_state, rpc, stream, task_answer, user_message
 
 RULES = {
     "rules": [

@@ -10,7 +10,8 @@ from typing import Any
 
 import httpx
 
-from tests.a2a_wire import (
+from tests.conftest import ServedAgent, SettingsFactory, serving
+from tests.helpers.a2a_wire import (
     V1,
     answer_text,
     data_parts,
@@ -22,7 +23,6 @@ from tests.a2a_wire import (
     task_answer,
     user_message,
 )
-from tests.conftest import ServedAgent, SettingsFactory, serving
 
 
 async def test_one_context_shares_a_session_and_others_do_not(agent: ServedAgent, http: httpx.AsyncClient) -> None:

@@ -17,13 +17,13 @@ from a2a.types import Role, SendMessageRequest
 from pydantic import ValidationError
 from starlette.requests import Request
 
-from a2a_wrapper.auth import CallContextBuilder, Callers
-from a2a_wrapper.card import build_card
-from a2a_wrapper.config import AgentSettings, AuthSettings, CardSettings
+from a2a_wrapper.config.settings import AgentSettings, AuthSettings, CardSettings
 from a2a_wrapper.errors import ConfigError
+from a2a_wrapper.frontend.auth import CallContextBuilder, Callers
+from a2a_wrapper.frontend.card import build_card
 from a2a_wrapper.offline_model import OfflineModel
-from tests.a2a_wire import V1, task_answer, user_message
 from tests.conftest import ServedAgent, SettingsFactory, serving
+from tests.helpers.a2a_wire import V1, task_answer, user_message
 from tests.test_cli import a2a_wrap, check_output
 
 ORCHESTRATOR_KEY = "orchestrator-key-5f2c1e"

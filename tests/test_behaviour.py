@@ -19,10 +19,11 @@ import httpx
 import pytest
 
 from a2a_wrapper.backends.opencode.launch import free_port
-from a2a_wrapper.config import AgentSettings, CardSettings, ModelProvider, ServerSettings
+from a2a_wrapper.config.settings import AgentSettings, CardSettings, ModelProvider, ServerSettings
 from a2a_wrapper.offline_model import MODEL_ID, SMALL_MODEL_ID, OfflineModel
 from a2a_wrapper.shield.rules import ShieldConfig
-from tests.a2a_wire import (
+from tests.conftest import ServedAgent, serving
+from tests.helpers.a2a_wire import (
     V1,
     answer_text,
     data_parts,
@@ -34,13 +35,12 @@ from tests.a2a_wire import (
     task_answer,
     user_message,
 )
-from tests.conftest import ServedAgent, serving
 
 SectionBuilder = Callable[[OfflineModel, Path, Path], dict[str, Any]]
 
 
 def opencode_section(model: OfflineModel, workdir: Path, state_dir: Path) -> dict[str, Any]:
-    from a2a_wrapper.installer import find_binary
+    from a2a_wrapper.backends.install import find_binary
 
     provider = ModelProvider(id="offline", base_url=model.base_url, models=[MODEL_ID, SMALL_MODEL_ID])
     return {
@@ -53,19 +53,19 @@ def opencode_section(model: OfflineModel, workdir: Path, state_dir: Path) -> dic
 
 
 def copilot_section(model: OfflineModel, workdir: Path, state_dir: Path) -> dict[str, Any]:
-    from tests.copilot_fixtures import copilot_backend
+    from tests.helpers.copilot_fixtures import copilot_backend
 
     return copilot_backend(model, workdir)
 
 
 def acp_opencode_section(model: OfflineModel, workdir: Path, state_dir: Path) -> dict[str, Any]:
-    from tests.acp_fixtures import acp_opencode_backend
+    from tests.helpers.acp_fixtures import acp_opencode_backend
 
     return acp_opencode_backend(model, workdir, state_dir)
 
 
 def acp_copilot_section(model: OfflineModel, workdir: Path, state_dir: Path) -> dict[str, Any]:
-    from tests.acp_fixtures import acp_copilot_backend
+    from tests.helpers.acp_fixtures import acp_copilot_backend
 
     return acp_copilot_backend(model, workdir, state_dir)
 

@@ -14,13 +14,13 @@ from typing import Any
 import httpx
 import pytest
 
-from a2a_wrapper.audit import recent
-from a2a_wrapper.config import AgentSettings
+from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.offline_model import OfflineModel
-from a2a_wrapper.sessions import ContextKey
 from a2a_wrapper.shield import ShieldConfig
-from tests.a2a_wire import answer_text, final_state, rpc, stream, user_message
+from a2a_wrapper.state.audit import recent
+from a2a_wrapper.state.sessions import ContextKey
 from tests.conftest import SettingsFactory, serving
+from tests.helpers.a2a_wire import answer_text, final_state, rpc, stream, user_message
 from tests.test_agent_shield import answer, approval_of, bash
 from tests.test_auth import bearer
 

@@ -24,8 +24,8 @@ import yaml
 from docker.errors import DockerException
 
 from a2a_wrapper.backends.opencode.launch import free_port
-from a2a_wrapper.config_file import load_config
-from tests.a2a_wire import answer_text, send, task_answer
+from a2a_wrapper.config.files import load_config
+from tests.helpers.a2a_wire import answer_text, send, task_answer
 
 COMPOSE = Path(__file__).parent.parent / "compose"
 FLEET_FILE = COMPOSE / "docker-compose.yml"

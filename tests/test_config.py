@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from a2a_wrapper.config import AgentSettings
-from a2a_wrapper.config_file import load_config
+from a2a_wrapper.config.files import load_config
+from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.errors import ConfigError
 
 NODE_CONFIG = Path(__file__).parent / "fixtures" / "node-a2a-opencode.json"
@@ -451,7 +451,7 @@ def test_a_settings_object_survives_a_python_dump(tmp_path: Path) -> None:
 
 
 def test_the_node_example_config_loads_unchanged(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="a2a_wrapper.node_config"):
+    with caplog.at_level(logging.WARNING, logger="a2a_wrapper.config.node"):
         settings = load_config(NODE_CONFIG)
     assert settings.card.name == "Example Agent"
     assert settings.card.version == "1.0.0"
@@ -487,7 +487,7 @@ def test_node_only_sections_load_with_a_warning_naming_them(tmp_path: Path, capl
     raw["memory"] = {"instructions": "Be brief."}
     raw["subAgents"] = {"agents": []}
     path = write(tmp_path, raw, "config.json")
-    with caplog.at_level(logging.WARNING, logger="a2a_wrapper.node_config"):
+    with caplog.at_level(logging.WARNING, logger="a2a_wrapper.config.node"):
         settings = load_config(path)
     assert settings.sessions.ttl == 1800
     warning = " ".join(record.getMessage() for record in caplog.records)

@@ -18,14 +18,15 @@ from a2a_wrapper.backends.copilot import launch
 from a2a_wrapper.backends.copilot.translate import Translator, file_diffs, permission_kind
 from a2a_wrapper.backends.copilot.turn import NOBODY_ANSWERED
 from a2a_wrapper.backends.opencode.launch import free_port
-from a2a_wrapper.config import AgentSettings, CardSettings, CopilotBackend, SandboxRuntime, ServerSettings
+from a2a_wrapper.config.settings import AgentSettings, CardSettings, CopilotBackend, SandboxRuntime, ServerSettings
 from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.events import Done, FileDiff, Permission, Question, Text, ToolCall, ToolResult
 from a2a_wrapper.offline_model import OfflineModel
 from a2a_wrapper.offline_model.directives import ToolCall as ModelToolCall
 from a2a_wrapper.offline_model.plan import for_offered_tools
 from a2a_wrapper.shield import kind_class
-from tests.a2a_wire import (
+from tests.conftest import serving
+from tests.helpers.a2a_wire import (
     answer_text,
     data_parts,
     final_state,
@@ -35,8 +36,7 @@ from tests.a2a_wire import (
     task_answer,
     user_message,
 )
-from tests.conftest import serving
-from tests.copilot_fixtures import copilot_backend
+from tests.helpers.copilot_fixtures import copilot_backend
 
 CopilotFactory = Callable[..., AgentSettings]
 
@@ -436,10 +436,10 @@ def write_json(tmp_path: Path, raw: dict[str, Any]) -> Path:
 def test_a_node_copilot_config_loads_unchanged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from a2a_wrapper.config_file import load_config
+    from a2a_wrapper.config.files import load_config
 
     monkeypatch.setenv("WORKSPACE_DIR", str(tmp_path / "files"))
-    with caplog.at_level(logging.WARNING, logger="a2a_wrapper.node_config"):
+    with caplog.at_level(logging.WARNING, logger="a2a_wrapper.config.node"):
         settings = load_config(write_json(tmp_path, NODE_COPILOT))
     assert settings.card.name == "Example Agent" and settings.card.default_input_modes == ["text/plain"]
     assert (settings.server.host, settings.server.port, settings.advertised_url) == (
@@ -508,7 +508,7 @@ def test_a_node_copilot_config_loads_unchanged(
 def test_node_copilot_sections_map_onto_the_backend(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, copilot: dict[str, Any], mcp: dict[str, Any], check: Any
 ) -> None:
-    from a2a_wrapper.config_file import load_config
+    from a2a_wrapper.config.files import load_config
 
     monkeypatch.delenv("WORKSPACE_DIR", raising=False)
     raw: dict[str, Any] = {"agentCard": {"name": "N"}, "copilot": copilot, **({"mcp": mcp} if mcp else {})}
@@ -533,7 +533,7 @@ def test_node_copilot_sections_map_onto_the_backend(
     ],
 )
 def test_a_bad_node_copilot_config_is_named(tmp_path: Path, raw: dict[str, Any], key: str) -> None:
-    from a2a_wrapper.config_file import load_config
+    from a2a_wrapper.config.files import load_config
 
     with pytest.raises(ConfigError) as caught:
         load_config(write_json(tmp_path, raw))

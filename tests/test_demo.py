@@ -6,7 +6,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.a2a_wire import send, task_answer
+from tests.helpers.a2a_wire import send, task_answer
 from tests.test_fleet_helpers import FleetProcess, processes_under, running, wait_until
 
 DEMO_AGENTS = {"opencode-coder": "opencode", "copilot-coder": "copilot", "acp-reviewer": "acp"}

@@ -22,13 +22,13 @@ from docker.errors import DockerException
 from pydantic import ValidationError
 
 from a2a_wrapper.agent import running_agent
-from a2a_wrapper.config import AgentSettings, DockerRuntime
+from a2a_wrapper.config.settings import AgentSettings, DockerRuntime
 from a2a_wrapper.errors import BackendUnavailable, ConfigError
 from a2a_wrapper.offline_model import OfflineModel
 from a2a_wrapper.runtime import ContainerProcess, ContainerSpec
 from a2a_wrapper.runtime.options import AGENT_LABEL, HOST_LABEL, SUPERVISOR_LABEL
-from tests.a2a_wire import data_parts, final_state, stream, user_message
 from tests.conftest import SettingsFactory, serving
+from tests.helpers.a2a_wire import data_parts, final_state, stream, user_message
 
 IMAGE = os.environ.get("A2A_WRAP_TEST_IMAGE", "local/a2a-wrapper:dev")
 

@@ -15,10 +15,10 @@ import httpx
 import pytest
 import yaml
 
-from a2a_wrapper.audit import recent
-from a2a_wrapper.config import AgentSettings
-from tests.a2a_wire import final_state, stream
+from a2a_wrapper.config.settings import AgentSettings
+from a2a_wrapper.state.audit import recent
 from tests.conftest import SettingsFactory, serving
+from tests.helpers.a2a_wire import final_state, stream
 from tests.test_behaviour import bash
 
 pytestmark = pytest.mark.slow

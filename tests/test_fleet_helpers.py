@@ -12,7 +12,7 @@ import httpx
 import yaml
 
 from a2a_wrapper.backends.opencode.launch import free_port
-from a2a_wrapper.config import AgentSettings
+from a2a_wrapper.config.settings import AgentSettings
 
 
 def agent_config(folder: Path, name: str, settings: AgentSettings, **extra: Any) -> Path:

@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 import yaml
 
-from tests.a2a_wire import rpc, status_text, stream, user_message
 from tests.conftest import SettingsFactory
+from tests.helpers.a2a_wire import rpc, status_text, stream, user_message
 from tests.test_fleet_helpers import (
     FleetProcess,
     agent_config,

@@ -11,8 +11,8 @@ from a2a.server.tasks import DatabaseTaskStore
 from a2a.types import Artifact, Message, Part, Role, Task, TaskState, TaskStatus
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from a2a_wrapper.audit import AuditEntry, AuditLog, recent
-from a2a_wrapper.task_store import WriteBehindTaskStore, redacted
+from a2a_wrapper.state.audit import AuditEntry, AuditLog, recent
+from a2a_wrapper.state.task_store import WriteBehindTaskStore, redacted
 from tests.test_guard_secrets import AWS_ID, GITHUB, OPENSSH, marker
 
 ENTRY = AuditEntry(1.0, "agent", "ctx-1", "task-1", "alice", "bash", "execute", "", "allow", "agent:ok", "shield", 2.0)

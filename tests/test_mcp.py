@@ -9,12 +9,12 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from a2a_wrapper import mcp
+from a2a_wrapper.backends.kit import mcp
 from a2a_wrapper.backends.opencode.launch import free_port
-from a2a_wrapper.config import AgentSettings, CardSettings, McpServer, ServerSettings
+from a2a_wrapper.config.settings import AgentSettings, CardSettings, McpServer, ServerSettings
 from a2a_wrapper.shield.rules import ShieldConfig
-from tests.a2a_wire import answer_text, data_parts, final_state, stream, user_message
 from tests.conftest import SettingsFactory, serving
+from tests.helpers.a2a_wire import answer_text, data_parts, final_state, stream, user_message
 
 STAMP_SERVER = Path(__file__).parent / "fixtures" / "mcp_stamp_server.py"
 
@@ -138,8 +138,8 @@ def _stamp_server(suffix: str) -> dict[str, Any]:
 async def test_copilot_and_acp_reach_the_same_mcp_server_from_the_config(
     which: str, tool: str, offline_model: Any, http: httpx.AsyncClient, tmp_path: Path
 ) -> None:
-    from tests.acp_fixtures import acp_opencode_backend
-    from tests.copilot_fixtures import copilot_backend
+    from tests.helpers.acp_fixtures import acp_opencode_backend
+    from tests.helpers.copilot_fixtures import copilot_backend
 
     state = tmp_path / "state"
     if which == "copilot":

@@ -13,9 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from a2a_wrapper.audit import recent
 from a2a_wrapper.shield.rules import ShieldConfig
-from tests.a2a_wire import answer_text, final_state, stream
+from a2a_wrapper.state.audit import recent
+from tests.helpers.a2a_wire import answer_text, final_state, stream
 from tests.test_behaviour import BACKENDS, BackendUnderTest, Harness, answer, bash
 
 pytestmark = pytest.mark.slow

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from a2a_wrapper.config import AgentSettings, CardSettings, OpenCodeBackend, SandboxRuntime
+from a2a_wrapper.config.settings import AgentSettings, CardSettings, OpenCodeBackend, SandboxRuntime
 from a2a_wrapper.errors import ConfigError
-from a2a_wrapper.permissions import AutoApprove
+from a2a_wrapper.permissions.policy import AutoApprove
 from a2a_wrapper.sandbox import Sandbox
 from a2a_wrapper.sandbox.egress import ASK_IS_DENY, Destination, EgressDecision, EgressPolicy, EgressProxy, parse_head
 from a2a_wrapper.sandbox.masks import denied_paths

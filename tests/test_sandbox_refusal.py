@@ -14,11 +14,11 @@ import pytest
 import yaml
 
 from a2a_wrapper.agent import agent_sandbox
-from a2a_wrapper.audit import AuditLog
-from a2a_wrapper.config import AgentSettings, CardSettings, OpenCodeBackend, ProcessRuntime
-from a2a_wrapper.metrics import AgentMetrics
-from a2a_wrapper.permissions import AutoApprove
+from a2a_wrapper.config.settings import AgentSettings, CardSettings, OpenCodeBackend, ProcessRuntime
+from a2a_wrapper.frontend.metrics import AgentMetrics
+from a2a_wrapper.permissions.policy import AutoApprove
 from a2a_wrapper.sandbox.bubblewrap import find_bwrap
+from a2a_wrapper.state.audit import AuditLog
 
 pytestmark = pytest.mark.slow
 

@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 
 from a2a_wrapper.events import Permission
-from a2a_wrapper.permissions import PermissionPolicy
+from a2a_wrapper.permissions.policy import PermissionPolicy
 from a2a_wrapper.shield import (
     BUILT_IN_DEFAULTS,
     Rule,

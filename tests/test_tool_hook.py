@@ -15,15 +15,15 @@ import aiohttp
 import httpx
 import pytest
 
-from a2a_wrapper.audit import AuditEntry, recent
 from a2a_wrapper.backends.opencode.hook import NO_TURN, HookServer
 from a2a_wrapper.backends.opencode.launch import free_port
-from a2a_wrapper.config import AgentSettings, CardSettings, ServerSettings
+from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSettings
 from a2a_wrapper.offline_model import OfflineModel
 from a2a_wrapper.shield import ShieldConfig
-from tests.a2a_wire import answer_text, data_parts, final_state, rpc, stream, task_answer, user_message
+from a2a_wrapper.state.audit import AuditEntry, recent
 from tests.conftest import ServedAgent, SettingsFactory, serving
-from tests.copilot_fixtures import copilot_backend
+from tests.helpers.a2a_wire import answer_text, data_parts, final_state, rpc, stream, task_answer, user_message
+from tests.helpers.copilot_fixtures import copilot_backend
 
 README = "# A project\nIts readme, which nothing may truncate.\n"
 NO_DELETE = {

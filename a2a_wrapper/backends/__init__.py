@@ -1,7 +1,7 @@
 """Backend adapters: each turns one coding agent's protocol into StreamEvents."""
 
 from a2a_wrapper.backends.base import Backend, Session, Turn
-from a2a_wrapper.config import AgentSettings
+from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.sandbox import Sandbox
 
 

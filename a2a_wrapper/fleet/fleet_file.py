@@ -4,8 +4,8 @@ from pathlib import Path
 
 from pydantic import Field, ValidationError, model_validator
 
-from a2a_wrapper.config_file import describe_errors
-from a2a_wrapper.config_source import read_config_file
+from a2a_wrapper.config.files import describe_errors
+from a2a_wrapper.config.source import read_config_file
 from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.sections import Section
 

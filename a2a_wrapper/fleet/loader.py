@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from a2a_wrapper.config_file import load_config
+from a2a_wrapper.config.files import load_config
 from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.fleet.fleet_file import RegistrySettings, RestartPolicy, is_fleet_file, read_fleet_file
 from a2a_wrapper.fleet.spec import AgentSpec, Fleet, RemoteSpec

@@ -4,9 +4,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from a2a_wrapper.card import CARD_PATH
-from a2a_wrapper.config import AgentSettings
+from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.fleet.fleet_file import RegistrySettings, RestartPolicy
+from a2a_wrapper.frontend.card import CARD_PATH
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ Prompt directives steer it (`[[tool:bash {"command": "ls"}]]`, `[[think:...]]`, 
 queue scripted steps through `POST /control/script`.
 """
 
-from a2a_wrapper.offline_model.runner import OfflineModel, run
 from a2a_wrapper.offline_model.server import MODEL_ID, SMALL_MODEL_ID, create_app
+from a2a_wrapper.offline_model.service import OfflineModel, run
 
 __all__ = ["MODEL_ID", "SMALL_MODEL_ID", "OfflineModel", "create_app", "run"]

@@ -20,11 +20,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from a2a_wrapper.config import DockerRuntime, ProcessRuntime, SandboxRuntime
+from a2a_wrapper.config.settings import DockerRuntime, ProcessRuntime, SandboxRuntime
 from a2a_wrapper.process import ChildProcess
+from a2a_wrapper.runtime.child import Runner
 from a2a_wrapper.runtime.container import ContainerProcess
 from a2a_wrapper.runtime.options import ContainerSpec, Mount
-from a2a_wrapper.runtime.runner import Runner
 from a2a_wrapper.sandbox import Sandbox
 
 __all__ = ["ContainerProcess", "ContainerSpec", "Mount", "Runner", "listen_host", "loopback_url", "make_runner"]

@@ -19,16 +19,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from a2a_wrapper.audit import AuditEntry, AuditLog
-from a2a_wrapper.config import AgentSettings, SandboxRuntime
+from a2a_wrapper.config.settings import AgentSettings, SandboxRuntime
 from a2a_wrapper.errors import ConfigError, SandboxUnavailable
-from a2a_wrapper.permissions import AutoApprove, PermissionPolicy
+from a2a_wrapper.permissions.policy import AutoApprove, PermissionPolicy
 from a2a_wrapper.sandbox.bubblewrap import checked_bwrap
 from a2a_wrapper.sandbox.egress import Destination, EgressDecision, EgressPolicy, EgressProxy, endpoint
 from a2a_wrapper.sandbox.masks import denied_paths
 from a2a_wrapper.sandbox.plan import EGRESS_SOCKET, PROXY_PORT, SERVE_INSIDE, Forward, SandboxPlan
 from a2a_wrapper.shield import Shield
 from a2a_wrapper.shield.hosts import BadUrl
+from a2a_wrapper.state.audit import AuditEntry, AuditLog
 
 log = logging.getLogger(__name__)
 

@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from a2a_wrapper.events import Permission
-from a2a_wrapper.permissions import Decision
 from a2a_wrapper.shield.classes import CLASSES, Class, Outcome
+from a2a_wrapper.shield.decision import Decision
 from a2a_wrapper.shield.explain import Explanation, Step, decision_for
 from a2a_wrapper.shield.floor import check_floor
 from a2a_wrapper.shield.globs import escape

@@ -5,8 +5,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from a2a_wrapper.events import Permission
-from a2a_wrapper.permissions import Decision
 from a2a_wrapper.shield.classes import Class, Outcome, strictest
+from a2a_wrapper.shield.decision import Decision
 from a2a_wrapper.shield.items import Item
 from a2a_wrapper.shield.rules import Rule
 from a2a_wrapper.text_table import text_table

@@ -41,7 +41,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails, PydanticCustomError
 
-from a2a_wrapper.config_source import read_config_file
+from a2a_wrapper.config.source import read_config_file
 from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.sections import Section
 from a2a_wrapper.shield.classes import Class, Outcome

@@ -20,11 +20,11 @@ from acp import RequestError
 from a2a_wrapper.backends.acp.connection import AgentConnection, agent_env, agent_home
 from a2a_wrapper.backends.acp.turn import AcpTurn
 from a2a_wrapper.backends.base import Prompt, Session
-from a2a_wrapper.config import AcpBackend as AcpSettings
-from a2a_wrapper.config import AgentSettings
+from a2a_wrapper.background import cancel_and_wait
+from a2a_wrapper.config.settings import AcpBackend as AcpSettings
+from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.errors import BackendUnavailable, ConfigError, SessionGone, WrapperError
 from a2a_wrapper.sandbox import Sandbox
-from a2a_wrapper.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from a2a_wrapper import mcp
-from a2a_wrapper.config import CopilotBackend, CopilotProvider
+from a2a_wrapper.backends.kit import mcp
+from a2a_wrapper.config.settings import CopilotBackend, CopilotProvider
 from a2a_wrapper.errors import ConfigError
 
 PASSED_ENV = (

@@ -10,18 +10,18 @@ from typing import Any, Literal
 import aiohttp
 
 from a2a_wrapper.backends.base import Prompt, Session
+from a2a_wrapper.backends.install import find_binary
 from a2a_wrapper.backends.opencode import launch
 from a2a_wrapper.backends.opencode.event_stream import RECONNECTED, EventQueue, EventStream
 from a2a_wrapper.backends.opencode.hook import HOOK_CALL, HOOK_PREFIX, HookGate, HookServer
 from a2a_wrapper.backends.opencode.translate import Translator
-from a2a_wrapper.config import AgentSettings
-from a2a_wrapper.config import OpenCodeBackend as OpenCodeSettings
+from a2a_wrapper.background import cancel_and_wait
+from a2a_wrapper.config.settings import AgentSettings
+from a2a_wrapper.config.settings import OpenCodeBackend as OpenCodeSettings
 from a2a_wrapper.errors import BackendError, BackendUnavailable, NotFound, SessionGone, Unauthorized, WrapperError
 from a2a_wrapper.events import Done, Permission, StreamEvent, Text, coalesce
-from a2a_wrapper.installer import find_binary
 from a2a_wrapper.runtime import Mount, Runner, listen_host, loopback_url, make_runner
 from a2a_wrapper.sandbox import Sandbox
-from a2a_wrapper.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 

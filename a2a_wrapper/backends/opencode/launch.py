@@ -9,8 +9,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from a2a_wrapper import mcp
-from a2a_wrapper.config import ModelProvider, OpenCodeBackend
+from a2a_wrapper.backends.kit import mcp
+from a2a_wrapper.config.settings import ModelProvider, OpenCodeBackend
 
 READY_LINE = r"listening on (https?://\S+)"
 REPLACE_AGENT = "a2a"

@@ -15,7 +15,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from a2a_wrapper.backends.base import Backend
-from a2a_wrapper.sessions import SessionMap
+from a2a_wrapper.state.sessions import SessionMap
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 Outcome = Literal["completed", "failed", "canceled", "input_required", "rejected"]

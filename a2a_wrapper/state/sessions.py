@@ -9,7 +9,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from a2a_wrapper.backends.base import Backend, Session
-from a2a_wrapper.config import SessionSettings
+from a2a_wrapper.config.settings import SessionSettings
 from a2a_wrapper.errors import BackendError
 
 log = logging.getLogger(__name__)

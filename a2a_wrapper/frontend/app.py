@@ -18,13 +18,13 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from a2a_wrapper.auth import CallContextBuilder, Callers, authentication
 from a2a_wrapper.backends.base import Backend
-from a2a_wrapper.card import CARD_PATH, JSONRPC_PATH, REST_PATH
-from a2a_wrapper.config import AuthSettings
+from a2a_wrapper.config.settings import AuthSettings
 from a2a_wrapper.errors import ConfigError
-from a2a_wrapper.executor import TurnExecutor
-from a2a_wrapper.metrics import CONTENT_TYPE, AgentMetrics
+from a2a_wrapper.frontend.auth import CallContextBuilder, Callers, authentication
+from a2a_wrapper.frontend.card import CARD_PATH, JSONRPC_PATH, REST_PATH
+from a2a_wrapper.frontend.executor import TurnExecutor
+from a2a_wrapper.frontend.metrics import CONTENT_TYPE, AgentMetrics
 
 
 def build_app(

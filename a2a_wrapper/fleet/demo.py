@@ -12,10 +12,10 @@ from typing import Any
 
 import yaml
 
-from a2a_wrapper.config_file import default_state_dir
+from a2a_wrapper.backends.install import find_binary
+from a2a_wrapper.config.files import default_state_dir
+from a2a_wrapper.fleet.lifecycle import run_fleet
 from a2a_wrapper.fleet.loader import load_fleet
-from a2a_wrapper.fleet.runner import run_fleet
-from a2a_wrapper.installer import find_binary
 from a2a_wrapper.offline_model import MODEL_ID, SMALL_MODEL_ID, OfflineModel
 
 # Shell commands, edits and fetches are put to the caller (input-required); reads are allowed.

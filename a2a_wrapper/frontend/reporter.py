@@ -9,12 +9,12 @@ from a2a.helpers import new_data_part, new_text_part
 from a2a.server.tasks import TaskUpdater
 from a2a.types import TaskState
 
-from a2a_wrapper.approvals import Pending
 from a2a_wrapper.events import Done, FileDiff, Permission, Plan, Text, Thought, ToolCall, ToolResult, Usage
+from a2a_wrapper.frontend.metrics import TurnClock
 from a2a_wrapper.guard import GuardVerdict
 from a2a_wrapper.guard.turn import TurnGuard
-from a2a_wrapper.metrics import TurnClock
-from a2a_wrapper.permissions import Decision
+from a2a_wrapper.permissions.approvals import Pending
+from a2a_wrapper.shield.decision import Decision
 
 META = "a2a-wrapper"  # namespace of this project's metadata keys
 DIFF_MEDIA_TYPE = "text/x-diff"

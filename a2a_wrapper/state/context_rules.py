@@ -3,8 +3,8 @@
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from a2a_wrapper.sessions import ContextKey, migrate_to_callers
 from a2a_wrapper.shield import Rule
+from a2a_wrapper.state.sessions import ContextKey, migrate_to_callers
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS context_rules (caller TEXT NOT NULL, context_id TEXT NOT NULL, rule TEXT NOT NULL)"

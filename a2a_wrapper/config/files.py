@@ -10,10 +10,10 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsError
 
-from a2a_wrapper.config import BACKEND_KINDS, AgentSettings, SandboxRuntime
-from a2a_wrapper.config_source import read_config_file
+from a2a_wrapper.config.node import is_node_config, translate_node_config
+from a2a_wrapper.config.settings import BACKEND_KINDS, AgentSettings, SandboxRuntime
+from a2a_wrapper.config.source import read_config_file
 from a2a_wrapper.errors import ConfigError
-from a2a_wrapper.node_config import is_node_config, translate_node_config
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 

@@ -5,7 +5,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from a2a_wrapper.installer import find_binary
+from a2a_wrapper.backends.install import find_binary
 from a2a_wrapper.offline_model import MODEL_ID, OfflineModel
 
 # The CLI unpacks ~235 MB into $XDG_CACHE_HOME/copilot/pkg on its first run (10 s and more here); tests share one

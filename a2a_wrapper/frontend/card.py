@@ -14,8 +14,8 @@ from a2a.types import (
     StringList,
 )
 
-from a2a_wrapper.approvals import EXTENSION_DESCRIPTION, EXTENSION_URI
-from a2a_wrapper.config import AgentSettings, Skill
+from a2a_wrapper.config.settings import AgentSettings, Skill
+from a2a_wrapper.permissions.approvals import EXTENSION_DESCRIPTION, EXTENSION_URI
 
 JSONRPC_PATH = "/a2a/jsonrpc"
 REST_PATH = "/a2a/rest"

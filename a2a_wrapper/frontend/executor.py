@@ -20,10 +20,7 @@ from a2a.server.request_handlers import RequestHandler
 from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, Role, SendMessageRequest, Task, TaskState, TaskStatus
 
-from a2a_wrapper.approvals import Answer, NotAnAnswer, Pending, read_answer
-from a2a_wrapper.audit import AuditEntry, AuditLog
 from a2a_wrapper.backends.base import Backend, Prompt, Turn
-from a2a_wrapper.context_rules import ContextRules
 from a2a_wrapper.errors import BackendError, SessionGone
 from a2a_wrapper.events import (
     Done,
@@ -37,14 +34,18 @@ from a2a_wrapper.events import (
     ToolResult,
     Usage,
 )
+from a2a_wrapper.frontend.metrics import AgentMetrics
+from a2a_wrapper.frontend.prompts import UnusableMessage, prompt_from_message
+from a2a_wrapper.frontend.reporter import META, TaskReporter
 from a2a_wrapper.guard import GuardSettings, redact_value
 from a2a_wrapper.guard.turn import TurnGuard
-from a2a_wrapper.metrics import AgentMetrics
-from a2a_wrapper.permissions import Decision, PermissionPolicy
-from a2a_wrapper.prompts import UnusableMessage, prompt_from_message
-from a2a_wrapper.reporter import META, TaskReporter
-from a2a_wrapper.sessions import ContextKey, SessionMap
+from a2a_wrapper.permissions.approvals import Answer, NotAnAnswer, Pending, read_answer
+from a2a_wrapper.permissions.policy import PermissionPolicy
 from a2a_wrapper.shield import Rule, Shield, classify
+from a2a_wrapper.shield.decision import Decision
+from a2a_wrapper.state.audit import AuditEntry, AuditLog
+from a2a_wrapper.state.context_rules import ContextRules
+from a2a_wrapper.state.sessions import ContextKey, SessionMap
 
 log = logging.getLogger(__name__)
 

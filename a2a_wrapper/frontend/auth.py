@@ -20,9 +20,9 @@ from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
 
-from a2a_wrapper.card import API_KEY_HEADER, JSONRPC_PATH
-from a2a_wrapper.config import AuthSettings
+from a2a_wrapper.config.settings import AuthSettings
 from a2a_wrapper.errors import ConfigError
+from a2a_wrapper.frontend.card import API_KEY_HEADER, JSONRPC_PATH
 
 log = logging.getLogger(__name__)
 
