@@ -15,7 +15,7 @@ import uvicorn
 from a2a_wrapper.agent import RunningAgent, running_agent
 from a2a_wrapper.backends.install import find_binary
 from a2a_wrapper.backends.opencode.launch import free_port
-from a2a_wrapper.config.settings import AgentSettings, CardSettings, ModelProvider, OpenCodeBackend, ServerSettings
+from a2a_wrapper.config.settings import AgentSettings, CardSettings, ModelProvider, OpenCodeSettings, ServerSettings
 from a2a_wrapper.offline_model import MODEL_ID, SMALL_MODEL_ID, OfflineModel
 
 
@@ -83,7 +83,7 @@ def make_settings(tmp_path: Path, offline_model: OfflineModel, opencode_binary: 
         return AgentSettings(
             card=CardSettings(name=fields.pop("name", "test-agent")),
             server=ServerSettings(port=free_port(), **fields.pop("server", {})),
-            backend=OpenCodeBackend(**backend),
+            backend=OpenCodeSettings(**backend),
             state_dir=state,
             **fields,
         )

@@ -141,7 +141,7 @@ def test_schema_describes_the_config_file() -> None:
     assert schema["required"] == ["card"]
     assert schema["properties"]["backend"]["discriminator"]["propertyName"] == "kind"
     assert "opencode" in schema["properties"]["backend"]["discriminator"]["mapping"]
-    opencode = schema["$defs"]["OpenCodeBackend"]["properties"]
+    opencode = schema["$defs"]["OpenCodeSettings"]["properties"]
     assert {"model", "provider", "workdir", "system_prompt_file", "system_prompt_mode"} <= set(opencode)
     assert schema["$defs"]["ServerSettings"]["properties"]["port"]["maximum"] == 65535
     assert schema["$defs"]["CardSettings"]["additionalProperties"] is False

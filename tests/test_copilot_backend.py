@@ -18,7 +18,7 @@ from a2a_wrapper.backends.copilot import launch
 from a2a_wrapper.backends.copilot.translate import Translator, file_diffs, permission_kind
 from a2a_wrapper.backends.copilot.turn import NOBODY_ANSWERED
 from a2a_wrapper.backends.opencode.launch import free_port
-from a2a_wrapper.config.settings import AgentSettings, CardSettings, CopilotBackend, SandboxRuntime, ServerSettings
+from a2a_wrapper.config.settings import AgentSettings, CardSettings, CopilotSettings, SandboxRuntime, ServerSettings
 from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.events import Done, FileDiff, Permission, Question, Text, ToolCall, ToolResult
 from a2a_wrapper.offline_model import OfflineModel
@@ -210,8 +210,8 @@ async def test_no_token_and_no_provider_fails_at_start_naming_the_keys(
     assert settings.state_dir is not None and not (settings.state_dir / "copilot").exists()
 
 
-def backend_settings(**fields: Any) -> CopilotBackend:
-    return CopilotBackend.model_validate({"workdir": "/tmp/ws", **fields})
+def backend_settings(**fields: Any) -> CopilotSettings:
+    return CopilotSettings.model_validate({"workdir": "/tmp/ws", **fields})
 
 
 PROVIDER = {"type": "openai", "base_url": "http://127.0.0.1:9/v1", "api_key": "sk-provider"}
@@ -448,7 +448,7 @@ def test_a_node_copilot_config_loads_unchanged(
         "http://localhost:3001",
     )
     backend = settings.backend
-    assert isinstance(backend, CopilotBackend)
+    assert isinstance(backend, CopilotSettings)
     assert backend.model == "gpt-4o" and backend.provider is None
     assert (backend.system_prompt, backend.system_prompt_mode) == ("You are the Filesystem Assistant.", "replace")
     assert backend.workdir == tmp_path / "files", "an empty workspaceDirectory is taken from WORKSPACE_DIR"

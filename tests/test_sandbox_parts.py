@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from a2a_wrapper.config.settings import AgentSettings, CardSettings, OpenCodeBackend, SandboxRuntime
+from a2a_wrapper.config.settings import AgentSettings, CardSettings, OpenCodeSettings, SandboxRuntime
 from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.permissions.policy import AutoApprove
 from a2a_wrapper.sandbox import Sandbox
@@ -160,7 +160,7 @@ def test_path_denials_become_masks_and_read_only_binds(tmp_path: Path) -> None:
 def _settings(tmp_path: Path, **backend: object) -> AgentSettings:
     return AgentSettings(
         card=CardSettings(name="boxed"),
-        backend=OpenCodeBackend(workdir=tmp_path / "workspace", **backend),  # type: ignore[arg-type]
+        backend=OpenCodeSettings(workdir=tmp_path / "workspace", **backend),  # type: ignore[arg-type]
         state_dir=tmp_path / "state",
         runtime=SandboxRuntime(),
     )

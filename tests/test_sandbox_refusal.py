@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from a2a_wrapper.agent import agent_sandbox
-from a2a_wrapper.config.settings import AgentSettings, CardSettings, OpenCodeBackend, ProcessRuntime
+from a2a_wrapper.config.settings import AgentSettings, CardSettings, OpenCodeSettings, ProcessRuntime
 from a2a_wrapper.frontend.metrics import AgentMetrics
 from a2a_wrapper.permissions.policy import AutoApprove
 from a2a_wrapper.sandbox.bubblewrap import find_bwrap
@@ -63,7 +63,7 @@ def test_without_bubblewrap_the_start_fails_and_says_how_to_get_it(tmp_path: Pat
 async def test_the_process_runtime_warns_at_every_start(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     settings = AgentSettings(
         card=CardSettings(name="unboxed"),
-        backend=OpenCodeBackend(workdir=tmp_path / "ws"),
+        backend=OpenCodeSettings(workdir=tmp_path / "ws"),
         runtime=ProcessRuntime(),
         state_dir=tmp_path,
     )

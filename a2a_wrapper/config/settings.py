@@ -93,7 +93,7 @@ class McpServer(Section):
         return self
 
 
-class BackendCommon(Section):
+class BackendSettings(Section):
     """What every backend kind shares: workspace, instructions, environment, MCP servers, start-up bound."""
 
     workdir: Path = Field(
@@ -112,7 +112,7 @@ class BackendCommon(Section):
         return [name for name, server in self.mcp_servers.items() if server.enabled]
 
 
-class OpenCodeBackend(BackendCommon):
+class OpenCodeSettings(BackendSettings):
     kind: Literal["opencode"] = "opencode"
     binary: Path | None = Field(None, description="opencode binary; default: the managed install.")
     base_url: str | None = Field(
@@ -137,7 +137,7 @@ class CopilotProvider(Section):
     azure_api_version: str | None = None
 
 
-class CopilotBackend(BackendCommon):
+class CopilotSettings(BackendSettings):
     kind: Literal["copilot"] = "copilot"
     binary: Path | None = Field(None, description="Copilot CLI binary; default: the managed install.")
     model: str | None = Field(None, description="Model id; required with a provider.")
@@ -148,12 +148,12 @@ class CopilotBackend(BackendCommon):
     reasoning_effort: Literal["low", "medium", "high", "xhigh"] | None = None
 
 
-class AcpBackend(BackendCommon):
+class AcpSettings(BackendSettings):
     kind: Literal["acp"] = "acp"
     command: list[str] = Field(min_length=1, description="The ACP agent's program and arguments (stdio).")
 
 
-Backend = Annotated[OpenCodeBackend | CopilotBackend | AcpBackend, Field(discriminator="kind")]
+Backend = Annotated[OpenCodeSettings | CopilotSettings | AcpSettings, Field(discriminator="kind")]
 BACKEND_KINDS = ("opencode", "copilot", "acp")
 
 
@@ -263,7 +263,7 @@ class AgentSettings(BaseSettings):
 
     card: CardSettings
     server: ServerSettings = ServerSettings()
-    backend: Backend = OpenCodeBackend()
+    backend: Backend = OpenCodeSettings()
     runtime: Runtime = SandboxRuntime()
     sessions: SessionSettings = SessionSettings()
     timeouts: TimeoutSettings = TimeoutSettings()

@@ -1,6 +1,6 @@
 """Where a backend process lives: a child process on the host (`process`) or a container (`docker`).
 
-Both runners have the same small shape (`Runner`), so a backend starts, watches and stops either one alike.
+Both children have the same small shape (`Child`), so a backend starts, watches and stops either one alike.
 
 In a container (`runtime: {kind: docker, image, cpus, memory, network}`):
 - the workspace and the backend's own folders are bind-mounted at the same absolute paths, so the shield's
@@ -22,15 +22,15 @@ from urllib.parse import urlsplit, urlunsplit
 
 from a2a_wrapper.config.settings import DockerRuntime, ProcessRuntime, SandboxRuntime
 from a2a_wrapper.process import ChildProcess
-from a2a_wrapper.runtime.child import Runner
+from a2a_wrapper.runtime.child import Child
 from a2a_wrapper.runtime.container import ContainerProcess
 from a2a_wrapper.runtime.options import ContainerSpec, Mount
 from a2a_wrapper.sandbox import Sandbox
 
-__all__ = ["ContainerProcess", "ContainerSpec", "Mount", "Runner", "listen_host", "loopback_url", "make_runner"]
+__all__ = ["Child", "ContainerProcess", "ContainerSpec", "Mount", "listen_host", "loopback_url", "make_child"]
 
 
-def make_runner(
+def make_child(
     name: str,
     argv: Sequence[str],
     env: Mapping[str, str],
@@ -42,7 +42,7 @@ def make_runner(
     ports: Sequence[int] = (),
     sandbox: Sandbox | None = None,
     serve: Sequence[tuple[str, int]] = (),
-) -> Runner:
+) -> Child:
     """A child process (sandboxed unless the runtime is `process`), or a container running `argv` with `mounts`
     at the same paths and `ports` published. In a sandbox, `mounts` are the backend's own folders (writable)
     and programs (read-only), and `serve` makes ports inside reachable as the sandbox's Unix sockets."""

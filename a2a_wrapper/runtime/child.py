@@ -4,7 +4,7 @@ import re
 from typing import Protocol
 
 
-class Runner(Protocol):
+class Child(Protocol):
     name: str
 
     @property

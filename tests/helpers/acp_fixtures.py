@@ -8,7 +8,7 @@ from typing import Any
 from a2a_wrapper.backends.acp.connection import agent_home
 from a2a_wrapper.backends.install import find_binary
 from a2a_wrapper.backends.opencode import launch
-from a2a_wrapper.config.settings import ModelProvider, OpenCodeBackend
+from a2a_wrapper.config.settings import ModelProvider, OpenCodeSettings
 from a2a_wrapper.offline_model import MODEL_ID, SMALL_MODEL_ID, OfflineModel
 
 # Copilot unpacks ~235 MB into $XDG_CACHE_HOME on its first run: one cache for all tests, apart from the user's.
@@ -18,7 +18,7 @@ COPILOT_TEST_CACHE = Path(tempfile.gettempdir()) / "a2a-wrapper-tests" / "copilo
 def acp_opencode_backend(offline_model: OfflineModel, workdir: Path, state_dir: Path) -> dict[str, Any]:
     """`opencode acp` with the provider config of `opencode serve`, offline, every tool call asked."""
     provider = ModelProvider(id="offline", base_url=offline_model.base_url, models=[MODEL_ID, SMALL_MODEL_ID])
-    config = launch.opencode_config(OpenCodeBackend(model=f"offline/{MODEL_ID}", provider=provider))
+    config = launch.opencode_config(OpenCodeSettings(model=f"offline/{MODEL_ID}", provider=provider))
     launch._seed_plugin_dir(agent_home(state_dir) / "config" / "opencode")  # no background npm install
     return {
         "kind": "acp",

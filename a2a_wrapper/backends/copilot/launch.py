@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from a2a_wrapper.backends.kit import mcp
-from a2a_wrapper.config.settings import CopilotBackend, CopilotProvider
+from a2a_wrapper.config.settings import CopilotProvider, CopilotSettings
 from a2a_wrapper.errors import ConfigError
 
 PASSED_ENV = (
@@ -42,7 +42,7 @@ class Launch:
     github_token: str | None
 
 
-def prepare(binary: Path, backend: CopilotBackend, state_dir: Path, base_env: dict[str, str]) -> Launch:
+def prepare(binary: Path, backend: CopilotSettings, state_dir: Path, base_env: dict[str, str]) -> Launch:
     """Folders created; the environment and credentials for one `copilot --headless --stdio`."""
     token = github_token(backend, base_env)
     check_credentials(backend, token)
@@ -63,7 +63,7 @@ def prepare(binary: Path, backend: CopilotBackend, state_dir: Path, base_env: di
     return Launch(binary=binary, env=env, copilot_home=home / "copilot-home", github_token=token)
 
 
-def github_token(backend: CopilotBackend, base_env: dict[str, str]) -> str | None:
+def github_token(backend: CopilotSettings, base_env: dict[str, str]) -> str | None:
     if backend.github_token is not None and backend.github_token.get_secret_value():
         return backend.github_token.get_secret_value()
     for name in TOKEN_ENV:
@@ -72,7 +72,7 @@ def github_token(backend: CopilotBackend, base_env: dict[str, str]) -> str | Non
     return None
 
 
-def check_credentials(backend: CopilotBackend, token: str | None) -> None:
+def check_credentials(backend: CopilotSettings, token: str | None) -> None:
     if backend.provider is not None and not backend.model:
         raise ConfigError("backend.model is required with backend.provider: the id of the model the provider serves")
     if backend.provider is None and token is None:
@@ -87,7 +87,7 @@ def session_id_for(context_key: str) -> str:
     return str(uuid.uuid5(_SESSION_NAMESPACE, context_key))
 
 
-def session_options(backend: CopilotBackend) -> dict[str, Any]:
+def session_options(backend: CopilotSettings) -> dict[str, Any]:
     """Keyword arguments for both create_session and resume_session (the provider is not kept by the CLI)."""
     # No hooks from the workspace's `.github/hooks/`: the CLI would run their commands itself, outside any tool call.
     options: dict[str, Any] = {"streaming": True, "working_directory": str(backend.workdir), "enable_file_hooks": False}

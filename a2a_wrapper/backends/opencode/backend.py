@@ -16,11 +16,10 @@ from a2a_wrapper.backends.opencode.event_stream import RECONNECTED, EventQueue, 
 from a2a_wrapper.backends.opencode.hook import HOOK_CALL, HOOK_PREFIX, HookGate, HookServer
 from a2a_wrapper.backends.opencode.translate import Translator
 from a2a_wrapper.background import cancel_and_wait
-from a2a_wrapper.config.settings import AgentSettings
-from a2a_wrapper.config.settings import OpenCodeBackend as OpenCodeSettings
+from a2a_wrapper.config.settings import AgentSettings, OpenCodeSettings
 from a2a_wrapper.errors import BackendError, BackendUnavailable, NotFound, SessionGone, Unauthorized, WrapperError
 from a2a_wrapper.events import Done, Permission, StreamEvent, Text, coalesce
-from a2a_wrapper.runtime import Mount, Runner, listen_host, loopback_url, make_runner
+from a2a_wrapper.runtime import Child, Mount, listen_host, loopback_url, make_child
 from a2a_wrapper.sandbox import Sandbox
 
 log = logging.getLogger(__name__)
@@ -49,7 +48,7 @@ class OpenCodeBackend:
         self._state_dir = settings.state_dir
         self._runtime = settings.runtime
         self._sandbox = sandbox
-        self._child: Runner | None = None
+        self._child: Child | None = None
         self._http: aiohttp.ClientSession | None = None
         self._events: EventStream | None = None
         self.hooks: HookServer | None = None  # sees every tool call; none on an OpenCode we only attach to
@@ -119,7 +118,7 @@ class OpenCodeBackend:
         mounts = [Mount(binary, read_only=True), Mount(plan.home)]
         # A sandbox has its own network: the server's port inside is reached through a socket in its folder.
         socket = self._sandbox.socket_path("opencode.sock") if self._sandbox is not None else None
-        self._child = make_runner(
+        self._child = make_child(
             f"{self._name}/opencode",
             plan.argv,
             plan.env,

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from a2a_wrapper.backends.kit import mcp
-from a2a_wrapper.config.settings import ModelProvider, OpenCodeBackend
+from a2a_wrapper.config.settings import ModelProvider, OpenCodeSettings
 
 READY_LINE = r"listening on (https?://\S+)"
 REPLACE_AGENT = "a2a"
@@ -66,7 +66,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def prepare(
-    binary: Path, backend: OpenCodeBackend, state_dir: Path, base_env: dict[str, str], listen_host: str = "127.0.0.1"
+    binary: Path, backend: OpenCodeSettings, state_dir: Path, base_env: dict[str, str], listen_host: str = "127.0.0.1"
 ) -> Launch:
     """Folders created and seeded; the argv and environment for one `opencode serve`."""
     home = home_of(state_dir)
@@ -99,7 +99,7 @@ def prepare(
     return Launch(argv=argv, env=env, password=password, port=port, home=home)
 
 
-def opencode_config(backend: OpenCodeBackend) -> dict[str, Any]:
+def opencode_config(backend: OpenCodeSettings) -> dict[str, Any]:
     config: dict[str, Any] = {
         "model": backend.model,
         "autoupdate": False,
