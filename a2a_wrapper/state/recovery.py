@@ -3,7 +3,6 @@
 Their backend turn died with that run; leaving them `working` would make callers wait forever.
 """
 
-import json
 import logging
 import uuid
 from datetime import UTC, datetime
@@ -13,8 +12,9 @@ from a2a.helpers import new_text_part
 from a2a.server.context import ServerCallContext
 from a2a.server.tasks import TaskStore
 from a2a.types import Message, Role, TaskState, TaskStatus
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
+
+from a2a_wrapper.state.sdk_tables import stored_tasks
 
 log = logging.getLogger(__name__)
 
@@ -40,15 +40,12 @@ class _Owner(User):
 
 
 async def fail_interrupted_tasks(engine: AsyncEngine, store: TaskStore) -> int:
-    async with engine.connect() as db:
-        rows = (await db.execute(text("SELECT id, owner, status FROM tasks"))).all()
     failed = 0
-    for task_id, owner, status in rows:
-        state = (json.loads(status) if isinstance(status, str) else status or {}).get("state")
-        if state not in _UNFINISHED:
+    for stored in await stored_tasks(engine):
+        if stored.state not in _UNFINISHED:
             continue
-        context = ServerCallContext(user=_Owner(owner or ""))
-        task = await store.get(task_id, context)
+        context = ServerCallContext(user=_Owner(stored.owner))
+        task = await store.get(stored.id, context)
         if task is None:
             continue
         message = Message(

@@ -22,8 +22,6 @@ from a2a.server.tasks import TaskStore
 from a2a.types import ListTasksRequest, ListTasksResponse, Part, Task
 from google.protobuf.json_format import MessageToDict, ParseDict
 from google.protobuf.struct_pb2 import Struct, Value
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from a2a_wrapper.guard import redact_value
 
@@ -72,11 +70,6 @@ def _redact_content(part: Part) -> None:
 def _redact_json(message: Struct | Value) -> None:
     if message.ByteSize():  # an empty one is left alone: copying into it would mark an absent field present
         message.CopyFrom(ParseDict(redact_value(MessageToDict(message)), type(message)()))
-
-
-async def stored_task_ids(engine: AsyncEngine) -> set[str]:
-    async with engine.connect() as db:
-        return {str(row[0]) for row in await db.execute(text("SELECT id FROM tasks"))}
 
 
 class WriteBehindTaskStore(TaskStore):
