@@ -27,8 +27,9 @@ from a2a_wrapper.sandbox import Sandbox, describe_runtime
 from a2a_wrapper.state.audit import AuditLog
 from a2a_wrapper.state.context_rules import ContextRules
 from a2a_wrapper.state.recovery import INTERRUPTED, fail_interrupted_tasks
+from a2a_wrapper.state.sdk_tables import task_ids
 from a2a_wrapper.state.sessions import SessionMap
-from a2a_wrapper.state.task_store import WriteBehindTaskStore, stored_task_ids
+from a2a_wrapper.state.task_store import WriteBehindTaskStore
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +65,7 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         database_store = DatabaseTaskStore(engine)
         await database_store.initialize()
         await fail_interrupted_tasks(engine, database_store)
-        task_store = WriteBehindTaskStore(database_store, await stored_task_ids(engine))
+        task_store = WriteBehindTaskStore(database_store, await task_ids(engine))
         stack.push_async_callback(task_store.close)
         writer = asyncio.create_task(task_store.run(), name="task-writer")
         stack.push_async_callback(cancel_and_wait, writer)

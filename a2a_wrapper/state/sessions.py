@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from a2a_wrapper.backends.base import Backend, Session
 from a2a_wrapper.config.settings import SessionSettings
 from a2a_wrapper.errors import BackendError
+from a2a_wrapper.state.sdk_tables import first_owner_of_context
 
 log = logging.getLogger(__name__)
 
@@ -52,9 +53,7 @@ async def migrate_to_callers(db: AsyncConnection, table: str, schema: str) -> No
     if not columns or "caller" in columns:
         return
     older = f"{table}_before_callers"
-    first_owner = (
-        f"COALESCE((SELECT owner FROM tasks WHERE tasks.context_id = {older}.context_id ORDER BY rowid LIMIT 1), '')"
-    )
+    first_owner = first_owner_of_context(f"{older}.context_id")
     listed = ", ".join(columns)
     await db.execute(text(f"ALTER TABLE {table} RENAME TO {older}"))
     await db.execute(text(schema))
