@@ -22,8 +22,9 @@ from a2a_wrapper.frontend.app import build_app
 from a2a_wrapper.frontend.card import CARD_PATH, build_card
 from a2a_wrapper.frontend.executor import TurnExecutor
 from a2a_wrapper.frontend.metrics import AgentMetrics
-from a2a_wrapper.permissions.policy import PermissionPolicy, build_policy
+from a2a_wrapper.permissions.policy import build_policy
 from a2a_wrapper.sandbox import Sandbox, describe_runtime
+from a2a_wrapper.shield.decision import PermissionPolicy
 from a2a_wrapper.state.audit import AuditLog
 from a2a_wrapper.state.context_rules import ContextRules
 from a2a_wrapper.state.recovery import INTERRUPTED, fail_interrupted_tasks

@@ -6,7 +6,6 @@ from typing import Any
 import pytest
 
 from a2a_wrapper.events import Permission
-from a2a_wrapper.permissions.policy import PermissionPolicy
 from a2a_wrapper.shield import (
     BUILT_IN_DEFAULTS,
     Rule,
@@ -18,6 +17,7 @@ from a2a_wrapper.shield import (
     format_table,
     parse_shield,
 )
+from a2a_wrapper.shield.decision import PermissionPolicy
 
 
 def bash(command: str | None) -> Permission:

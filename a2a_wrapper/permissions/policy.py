@@ -1,15 +1,9 @@
 """The agent's permission policy, from its config: the shield when rules are given, else autoApprove."""
 
-from typing import Protocol
-
 from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.events import Permission
 from a2a_wrapper.shield import Shield, ShieldConfig, load_operator_rules
-from a2a_wrapper.shield.decision import Decision
-
-
-class PermissionPolicy(Protocol):
-    def decide(self, request: Permission) -> Decision: ...
+from a2a_wrapper.shield.decision import Decision, PermissionPolicy
 
 
 class AutoApprove:

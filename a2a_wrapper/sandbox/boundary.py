@@ -21,12 +21,13 @@ from typing import Any
 
 from a2a_wrapper.config.settings import AgentSettings, SandboxRuntime
 from a2a_wrapper.errors import ConfigError, SandboxUnavailable
-from a2a_wrapper.permissions.policy import AutoApprove, PermissionPolicy
+from a2a_wrapper.permissions.policy import AutoApprove
 from a2a_wrapper.sandbox.bubblewrap import checked_bwrap
 from a2a_wrapper.sandbox.egress import Destination, EgressDecision, EgressPolicy, EgressProxy, endpoint
 from a2a_wrapper.sandbox.masks import denied_paths
 from a2a_wrapper.sandbox.plan import EGRESS_SOCKET, PROXY_PORT, SERVE_INSIDE, Forward, SandboxPlan
 from a2a_wrapper.shield import Shield
+from a2a_wrapper.shield.decision import PermissionPolicy
 from a2a_wrapper.shield.hosts import BadUrl
 from a2a_wrapper.state.audit import AuditEntry, AuditLog
 

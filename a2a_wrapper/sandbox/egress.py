@@ -21,9 +21,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from a2a_wrapper.events import Permission
-from a2a_wrapper.permissions.policy import PermissionPolicy
 from a2a_wrapper.sandbox.bridge import splice
-from a2a_wrapper.shield.decision import Decision
+from a2a_wrapper.shield.decision import Decision, PermissionPolicy
 from a2a_wrapper.shield.hosts import BadUrl, host_matches, normalize_host
 
 log = logging.getLogger(__name__)
