@@ -21,13 +21,13 @@ from typing import Any
 
 from a2a_wrapper.config.settings import AgentSettings, SandboxRuntime
 from a2a_wrapper.errors import ConfigError, SandboxUnavailable
-from a2a_wrapper.permissions.policy import AutoApprove
+from a2a_wrapper.events import Permission
 from a2a_wrapper.sandbox.bubblewrap import checked_bwrap
 from a2a_wrapper.sandbox.egress import Destination, EgressDecision, EgressPolicy, EgressProxy, endpoint
 from a2a_wrapper.sandbox.masks import denied_paths
 from a2a_wrapper.sandbox.plan import EGRESS_SOCKET, PROXY_PORT, SERVE_INSIDE, Forward, SandboxPlan
 from a2a_wrapper.shield import Shield
-from a2a_wrapper.shield.decision import PermissionPolicy
+from a2a_wrapper.shield.decision import Decision, PermissionPolicy
 from a2a_wrapper.shield.hosts import BadUrl
 from a2a_wrapper.state.audit import AuditEntry, AuditLog
 
@@ -263,7 +263,14 @@ def describe_runtime(settings: AgentSettings, sandbox: Sandbox | None) -> dict[s
         return {"kind": "docker", "image": settings.runtime.image, "network": settings.runtime.network}
     if settings.runtime.kind == "process":
         return {"kind": "process", "warning": "unsandboxed: the backend has the user's rights; only rules bound it"}
-    return Sandbox(settings, AutoApprove(False), None).describe()
+    return Sandbox(settings, _DescribingOnly(), None).describe()
+
+
+class _DescribingOnly:
+    """The policy of a sandbox that is only described, never started: nothing reaches it."""
+
+    def decide(self, request: Permission) -> Decision:
+        raise AssertionError(f"a sandbox that is only described was asked to decide {request.tool}")
 
 
 def _sockets_folder(preferred: Path) -> Path:
