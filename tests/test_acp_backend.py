@@ -93,6 +93,7 @@ COPILOT_ERROR_AS_TEXT = (
 )
 
 
+@pytest.mark.slow
 async def test_agent_killed_mid_turn_fails_the_task_and_comes_back(
     make_acp: AcpSettingsFactory, offline_model: OfflineModel, http: httpx.AsyncClient
 ) -> None:
@@ -120,6 +121,7 @@ async def test_agent_killed_mid_turn_fails_the_task_and_comes_back(
         assert task_answer(again).startswith("This conversation holds"), "the session was loaded again"
 
 
+@pytest.mark.slow
 async def test_system_prompt_goes_before_the_first_prompt_only(
     make_acp: AcpSettingsFactory, offline_model: OfflineModel, http: httpx.AsyncClient
 ) -> None:
@@ -132,6 +134,7 @@ async def test_system_prompt_goes_before_the_first_prompt_only(
         assert task_answer(second) == "Offline model reply: again"
 
 
+@pytest.mark.slow
 async def test_an_agent_without_sign_in_is_refused_at_start_with_its_sign_in_methods(
     offline_model: OfflineModel, tmp_path: Path
 ) -> None:

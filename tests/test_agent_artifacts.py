@@ -3,9 +3,12 @@
 import json
 
 import httpx
+import pytest
 
 from tests.conftest import ServedAgent
 from tests.helpers.a2a_wire import final_state, stream, user_message
+
+pytestmark = pytest.mark.slow
 
 
 def artifacts_named(events: list[dict], prefix: str) -> list[dict]:

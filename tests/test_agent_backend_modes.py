@@ -19,6 +19,8 @@ from a2a_wrapper.process import ChildProcess
 from tests.conftest import ServedAgent, SettingsFactory, serving
 from tests.helpers.a2a_wire import V1, answer_text, rpc, send, stream, task_answer, user_message
 
+pytestmark = pytest.mark.slow
+
 
 async def test_system_prompt_appended(
     make_settings: SettingsFactory, offline_model: Any, http: httpx.AsyncClient

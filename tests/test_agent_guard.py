@@ -5,11 +5,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from a2a_wrapper.state.audit import recent
 from tests.conftest import ServedAgent, SettingsFactory, serving
 from tests.helpers.a2a_wire import answer_text, data_parts, rpc, stream, user_message
 from tests.test_guard_secrets import OPENSSH
+
+pytestmark = pytest.mark.slow
 
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
 GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"

@@ -9,10 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 import yaml
 
 from tests.conftest import SettingsFactory
 from tests.helpers.a2a_wire import rpc, status_text, user_message
+
+pytestmark = pytest.mark.slow
 
 
 def write_config(path: Path, settings: Any) -> Path:

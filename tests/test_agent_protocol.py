@@ -1,12 +1,15 @@
 """The A2A front end over the real OpenCode and the offline model: card, bindings, versions, errors."""
 
 import httpx
+import pytest
 from a2a.client import ClientConfig, create_client
 from a2a.helpers import new_text_message
 from a2a.types import Role, SendMessageRequest
 
 from tests.conftest import ServedAgent
 from tests.helpers.a2a_wire import V1, answer_text, rpc, send, stream, task_answer, user_message
+
+pytestmark = pytest.mark.slow
 
 
 async def test_card_is_served_from_config_not_from_host_header(agent: ServedAgent, http: httpx.AsyncClient) -> None:

@@ -17,6 +17,8 @@ from a2a_wrapper.state.audit import recent
 from tests.conftest import SettingsFactory, serving
 from tests.helpers.a2a_wire import answer_text, data_parts, final_state, rpc, stream, task_answer, user_message
 
+pytestmark = pytest.mark.slow
+
 RULES = {
     "rules": [
         {"name": "echo-ok", "decision": "allow", "class": "execute", "commands": ["echo *"]},

@@ -85,6 +85,7 @@ def message_03(text: str) -> dict[str, Any]:
 # -- the card and the open paths
 
 
+@pytest.mark.slow
 async def test_card_and_health_are_open_and_the_card_declares_both_schemes(
     guarded: ServedAgent, http: httpx.AsyncClient
 ) -> None:
@@ -123,6 +124,7 @@ REFUSED = {  # what the request carries: the challenge it gets back
 }
 
 
+@pytest.mark.slow
 async def test_requests_without_a_valid_key_get_401(
     guarded: ServedAgent, http: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -156,6 +158,7 @@ async def test_requests_without_a_valid_key_get_401(
     assert not any(key in caplog.text for key in KEYS.values())
 
 
+@pytest.mark.slow
 async def test_the_key_is_accepted_as_bearer_or_api_key(guarded: ServedAgent, http: httpx.AsyncClient) -> None:
     answer = await call(http, guarded.jsonrpc, "SendMessage", {"message": user_message("by bearer")}, bearer(CI_KEY))
     assert task_answer(answer.json()["result"]["task"]) == "Offline model reply: by bearer"
@@ -179,6 +182,7 @@ class KeyFor(CredentialService):
         return self._key if security_scheme_name == self._scheme else None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheme", ["bearer", "apiKey"])
 async def test_the_sdk_client_sends_the_key_the_card_asks_for(guarded: ServedAgent, scheme: str) -> None:
     interceptor = AuthInterceptor(KeyFor(scheme, ORCHESTRATOR_KEY))
@@ -195,6 +199,7 @@ async def test_the_sdk_client_sends_the_key_the_card_asks_for(guarded: ServedAge
 # -- tasks belong to the caller who started them
 
 
+@pytest.mark.slow
 async def test_a_task_is_seen_and_cancelled_only_by_its_caller(guarded: ServedAgent, http: httpx.AsyncClient) -> None:
     params = {"message": user_message("[[slow:5]] mine"), "configuration": {"returnImmediately": True}}
     task_id = (await result(http, guarded.jsonrpc, "SendMessage", params, ORCHESTRATOR_KEY))["task"]["id"]
@@ -229,6 +234,7 @@ def write_config(folder: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", [None, ""], ids=["unset", "empty"])
 def test_a_missing_key_stops_the_start_naming_caller_and_variable(
     value: str | None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, keys: None
@@ -273,6 +279,7 @@ def test_two_callers_with_the_same_key_are_refused(monkeypatch: pytest.MonkeyPat
         Callers.from_settings(AuthSettings.model_validate(AUTH))
 
 
+@pytest.mark.slow
 def test_check_shows_the_variables_never_the_keys(tmp_path: Path) -> None:
     checked = a2a_wrap("check", "--config", str(write_config(tmp_path)), env=KEYS)
     assert checked.returncode == 0, checked.stderr

@@ -36,6 +36,9 @@ from tests.helpers.a2a_wire import (
     user_message,
 )
 
+from tests.helpers.model_prompts import marker, wait_until_the_model_receives
+
+pytestmark = pytest.mark.slow
 SectionBuilder = Callable[[OfflineModel, Path, Path], dict[str, Any]]
 
 
@@ -287,13 +290,11 @@ async def test_a_backend_killed_mid_turn_fails_the_task_and_comes_back(
     async with harness.serving(auto_approve=True) as served:
         first = await send(http, served.jsonrpc, "warm up")
         pid = (await served.agent.backend.health())["pid"]
-        marker = f"doomed-{uuid.uuid4().hex[:8]}"
+        doomed = marker("doomed")
         turn = asyncio.create_task(
-            stream(http, served.jsonrpc, {"message": user_message(f"[[slow:20]] {marker}", first["contextId"])})
+            stream(http, served.jsonrpc, {"message": user_message(f"[[slow:20]] {doomed}", first["contextId"])})
         )
-        async with asyncio.timeout(30):  # killed while the model is answering: the turn is under way
-            while not any(marker in json.dumps(r) for r in harness.model.control.requests()):  # noqa: ASYNC110
-                await asyncio.sleep(0.1)
+        await wait_until_the_model_receives(harness.model, doomed)  # killed while the model is answering
         os.kill(pid, signal.SIGKILL)
         async with asyncio.timeout(30):
             events = await turn

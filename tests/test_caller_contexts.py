@@ -81,6 +81,7 @@ def audited(settings: AgentSettings, caller: str) -> list[tuple[str, str]]:
     return [(e.decision, e.rule) for e in entries if e.caller == caller and e.target == TOUCH]
 
 
+@pytest.mark.slow
 async def test_another_callers_context_id_opens_a_fresh_session_without_her_always(
     settings: AgentSettings, offline_model: OfflineModel, alice: httpx.AsyncClient, bob: httpx.AsyncClient
 ) -> None:
@@ -111,6 +112,7 @@ async def test_another_callers_context_id_opens_a_fresh_session_without_her_alwa
     assert audited(settings, "bob") == [("deny", "person:bob")]
 
 
+@pytest.mark.slow
 async def test_bob_can_neither_answer_her_waiting_approval_nor_wait_behind_it(
     settings: AgentSettings, offline_model: OfflineModel, alice: httpx.AsyncClient, bob: httpx.AsyncClient
 ) -> None:
@@ -164,6 +166,7 @@ def as_an_older_version_left_it(database: Path) -> None:
         )
 
 
+@pytest.mark.slow
 async def test_a_state_file_of_an_older_version_keeps_each_context_with_its_caller(
     settings: AgentSettings, offline_model: OfflineModel, alice: httpx.AsyncClient, bob: httpx.AsyncClient
 ) -> None:

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 CODE_REVIEW = ROOT / "agents" / "code-review" / "config.yaml"
 NODE_CONFIG = Path(__file__).parent / "fixtures" / "node-a2a-opencode.json"

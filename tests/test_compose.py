@@ -130,6 +130,7 @@ def running_fleet() -> Iterator[Fleet]:
         fleet.run("down", "-v", "--remove-orphans", "-t", "5")
 
 
+@pytest.mark.slow
 async def test_the_fleet_comes_up_and_answers_through_the_registry(running_fleet: Fleet) -> None:
     async with httpx.AsyncClient(timeout=120) as http:
         listing = (await http.get(f"http://127.0.0.1:{running_fleet.ports['REGISTRY']}/agents")).json()["agents"]

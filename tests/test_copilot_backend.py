@@ -71,6 +71,7 @@ def answer(task: dict[str, Any], text: str) -> dict[str, Any]:
 
 async def test_a_replacing_system_prompt_is_what_the_model_gets(
     copilot_settings: CopilotFactory, offline_model: OfflineModel, http: httpx.AsyncClient
+@pytest.mark.slow
 ) -> None:
     backend = {"system_prompt": "You are the release notes agent.", "system_prompt_mode": "replace"}
     async with serving(copilot_settings(auto_approve=True, backend=backend), offline_model) as served:
@@ -80,6 +81,7 @@ async def test_a_replacing_system_prompt_is_what_the_model_gets(
 
 async def test_a_created_file_becomes_a_write_permission_and_a_diff_artifact(
     copilot_settings: CopilotFactory, offline_model: OfflineModel, http: httpx.AsyncClient
+@pytest.mark.slow
 ) -> None:
     async with serving(copilot_settings(auto_approve=True), offline_model) as served:
         target = served.workdir / "notes.txt"
@@ -99,6 +101,7 @@ async def test_a_created_file_becomes_a_write_permission_and_a_diff_artifact(
 
 async def test_a_read_outside_the_workspace_is_decided_once(
     copilot_settings: CopilotFactory, offline_model: OfflineModel, http: httpx.AsyncClient, tmp_path: Path
+@pytest.mark.slow
 ) -> None:
     outside = tmp_path / "outside.txt"
     outside.write_text("outside-text")
@@ -117,6 +120,7 @@ async def test_a_read_outside_the_workspace_is_decided_once(
 
 async def test_an_unanswered_question_tells_the_model_so(copilot_settings: CopilotFactory) -> None:
     async with running_agent(copilot_settings(auto_approve=True)) as agent:
+@pytest.mark.slow
         session = await agent.backend.open_session("ctx-unanswered")
         turn = agent.backend.turn(session, Prompt('[[tool:ask_user {"question": "Which?", "choices": ["A"]}]]'))
         texts: list[str] = []
@@ -135,6 +139,7 @@ async def test_an_unanswered_question_tells_the_model_so(copilot_settings: Copil
 
 async def test_a_cli_killed_mid_turn_fails_the_task_and_comes_back(
     copilot_settings: CopilotFactory, offline_model: OfflineModel, http: httpx.AsyncClient
+@pytest.mark.slow
 ) -> None:
     async with serving(copilot_settings(auto_approve=True), offline_model) as served:
         first = await send(http, served.jsonrpc, "warm up")
@@ -169,6 +174,7 @@ def final_state_of(task: dict[str, Any]) -> str:
 
 async def test_a_session_the_cli_lost_is_recreated(
     copilot_settings: CopilotFactory, offline_model: OfflineModel, http: httpx.AsyncClient
+@pytest.mark.slow
 ) -> None:
     async with serving(copilot_settings(auto_approve=True), offline_model) as served:
         first = await send(http, served.jsonrpc, "hello")
@@ -183,6 +189,7 @@ async def test_a_session_the_cli_lost_is_recreated(
 
 async def test_a_closed_session_is_deleted_from_the_cli(copilot_settings: CopilotFactory) -> None:
     async with running_agent(copilot_settings(auto_approve=True)) as agent:
+@pytest.mark.slow
         backend = agent.backend
         session = await backend.open_session("ctx-close")
         assert session.created and session.id == launch.session_id_for("ctx-close")
@@ -198,6 +205,7 @@ async def test_a_closed_session_is_deleted_from_the_cli(copilot_settings: Copilo
 
 async def test_no_token_and_no_provider_fails_at_start_naming_the_keys(
     copilot_settings: CopilotFactory, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.slow
 ) -> None:
     for name in launch.TOKEN_ENV:
         monkeypatch.delenv(name, raising=False)

@@ -5,9 +5,12 @@ import socket
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.helpers.a2a_wire import send, task_answer
 from tests.test_fleet_helpers import FleetProcess, processes_under, running, wait_until
+
+pytestmark = pytest.mark.slow
 
 DEMO_AGENTS = {"opencode-coder": "opencode", "copilot-coder": "copilot", "acp-reviewer": "acp"}
 

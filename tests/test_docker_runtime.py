@@ -61,6 +61,7 @@ def agent_name() -> str:
 
 
 async def test_the_agents_shell_commands_run_in_the_container(
+@pytest.mark.slow
     engine: docker.DockerClient, image: str, make_settings: SettingsFactory, offline_model: OfflineModel
 ) -> None:
     name, marker = agent_name(), f"/tmp/a2a-docker-marker-{uuid.uuid4().hex}"
@@ -88,6 +89,7 @@ async def test_the_agents_shell_commands_run_in_the_container(
 
 
 async def test_bridge_network_publishes_the_backend_on_loopback_only(
+@pytest.mark.slow
     engine: docker.DockerClient, image: str, make_settings: SettingsFactory
 ) -> None:
     name = agent_name()
@@ -103,6 +105,7 @@ async def test_bridge_network_publishes_the_backend_on_loopback_only(
 
 
 async def test_a_missing_image_is_a_clear_error_before_anything_runs(
+@pytest.mark.slow
     engine: docker.DockerClient, make_settings: SettingsFactory
 ) -> None:
     name, missing = agent_name(), f"local/not-built-{uuid.uuid4().hex[:6]}:0"
@@ -130,6 +133,7 @@ def dead_pid() -> int:
 
 
 async def test_containers_left_by_a_gone_wrapper_are_removed_at_start(
+@pytest.mark.slow
     engine: docker.DockerClient, image: str, tmp_path: Path
 ) -> None:
     name = agent_name()

@@ -123,6 +123,7 @@ def test_empty_folders_and_missing_paths_are_refused(tmp_path: Path) -> None:
         load_fleet([tmp_path / "nowhere.yaml"])
 
 
+@pytest.mark.slow
 def test_the_cli_refuses_a_clash_in_one_sentence_without_a_traceback(tmp_path: Path) -> None:
     config(tmp_path, "a", 9001)
     config(tmp_path, "b", 9001)

@@ -6,10 +6,13 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 from a2a_wrapper.backends.opencode.launch import free_port
 from tests.conftest import SettingsFactory
 from tests.test_fleet_helpers import FleetProcess, agent_config, agents, processes_under, running, wait_until
+
+pytestmark = pytest.mark.slow
 
 
 async def a2a_wrap(*args: str) -> tuple[int, str, str]:

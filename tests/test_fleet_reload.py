@@ -5,6 +5,7 @@ import shutil
 from pathlib import Path
 
 import httpx
+import pytest
 import yaml
 
 from tests.conftest import SettingsFactory
@@ -18,6 +19,8 @@ from tests.test_fleet_helpers import (
     running,
     wait_until,
 )
+
+pytestmark = pytest.mark.slow
 
 
 def edit(config: Path, change: dict[str, object]) -> None:

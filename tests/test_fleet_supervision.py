@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 import yaml
 
 from tests.conftest import SettingsFactory
@@ -22,6 +23,8 @@ from tests.test_fleet_helpers import (
     running,
     wait_until,
 )
+
+pytestmark = pytest.mark.slow
 
 
 async def test_a_killed_agent_is_restarted_and_the_registry_follows(

@@ -98,6 +98,7 @@ def test_a_bad_server_is_refused_with_the_reason(fields: dict[str, Any], message
 
 
 async def test_opencode_calls_a_real_mcp_server_from_the_config(
+@pytest.mark.slow
     make_settings: SettingsFactory, offline_model: Any, http: httpx.AsyncClient
 ) -> None:
     server = {"command": [sys.executable, str(STAMP_SERVER)], "env": {"STAMP_SUFFIX": "via-config"}}
@@ -114,6 +115,7 @@ async def test_opencode_calls_a_real_mcp_server_from_the_config(
 
 
 async def test_the_shield_decides_mcp_tools_by_their_class(
+@pytest.mark.slow
     make_settings: SettingsFactory, offline_model: Any, http: httpx.AsyncClient
 ) -> None:
     rules = {"rules": [{"name": "no-mcp", "decision": "deny", "class": "mcp", "reason": "No MCP here."}]}
@@ -132,6 +134,7 @@ def _stamp_server(suffix: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
+@pytest.mark.slow
     ("which", "tool"),
     [("copilot", "stamps-stamp"), ("acp-opencode", "stamps_stamp")],  # each backend names MCP tools its own way
 )

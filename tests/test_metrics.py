@@ -4,12 +4,15 @@ import json
 from typing import Any
 
 import httpx
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from a2a_wrapper.shield import ShieldConfig
 from tests.conftest import SettingsFactory, serving
 from tests.helpers.a2a_wire import V1, answer_text, data_parts, final_state, rpc, stream, user_message
 from tests.test_auth import AUTH, KEYS
+
+pytestmark = pytest.mark.slow
 
 RULES = {
     "rules": [

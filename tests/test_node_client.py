@@ -10,6 +10,8 @@ import pytest
 
 from tests.conftest import ServedAgent
 
+pytestmark = pytest.mark.slow
+
 NODE_CLIENT = Path(__file__).parent / "node_client"
 INSTALL_TIMEOUT = 300
 RUN_TIMEOUT = 150

@@ -74,6 +74,7 @@ async def read_until(stream: asyncio.StreamReader, marker: str) -> str:
     return seen
 
 
+@pytest.mark.slow
 async def test_a_plain_answer_streams_to_stdout_and_a_context_continues(agent: ServedAgent) -> None:
     first = await a2a_send(agent.url, "hello from the terminal")
     assert first.code == 0, first.stderr
@@ -87,6 +88,7 @@ async def test_a_plain_answer_streams_to_stdout_and_a_context_continues(agent: S
     assert f"[context {context}]" in again.stderr
 
 
+@pytest.mark.slow
 async def test_tool_calls_and_decisions_are_one_line_each(agent: ServedAgent) -> None:
     sent = await a2a_send(agent.url, bash("echo shown > shown.txt"))
     assert sent.code == 0, sent.stderr
@@ -100,6 +102,7 @@ async def test_tool_calls_and_decisions_are_one_line_each(agent: ServedAgent) ->
     assert sent.stdout.startswith("Tool bash returned"), "the answer after the tool call is on stdout alone"
 
 
+@pytest.mark.slow
 async def test_json_prints_every_event(agent: ServedAgent) -> None:
     sent = await a2a_send(agent.url, "raw events", "--json")
     assert sent.code == 0, sent.stderr
@@ -117,6 +120,7 @@ async def asking(make_settings: SettingsFactory, offline_model: Any) -> AsyncIte
         yield served
 
 
+@pytest.mark.slow
 async def test_an_approval_is_asked_at_the_terminal_and_allowed_once(asking: ServedAgent) -> None:
     async with started(asking.url, bash("touch approved.txt")) as process:
         assert process.stdin is not None and process.stderr is not None and process.stdout is not None
@@ -133,6 +137,7 @@ async def test_an_approval_is_asked_at_the_terminal_and_allowed_once(asking: Ser
     assert out.decode().startswith("Tool bash returned")
 
 
+@pytest.mark.slow
 async def test_always_needs_no_second_ask_in_the_context_and_no_denies(asking: ServedAgent) -> None:
     always = await a2a_send(asking.url, bash("touch always.txt"), stdin="a\n")
     assert always.code == 0, always.stderr
@@ -148,6 +153,7 @@ async def test_always_needs_no_second_ask_in_the_context_and_no_denies(asking: S
     assert not (asking.workdir / "denied.txt").exists()
 
 
+@pytest.mark.slow
 async def test_end_of_input_cancels_the_waiting_task(asking: ServedAgent) -> None:
     sent = await a2a_send(asking.url, bash("touch never.txt"), stdin="")
     assert sent.code == 1
@@ -155,6 +161,7 @@ async def test_end_of_input_cancels_the_waiting_task(asking: ServedAgent) -> Non
     assert not (asking.workdir / "never.txt").exists()
 
 
+@pytest.mark.slow
 async def test_a_failed_task_exits_1_with_its_sentence(agent: ServedAgent) -> None:
     sent = await a2a_send(agent.url, "[[error:400]]")
     assert sent.code == 1
@@ -162,6 +169,7 @@ async def test_a_failed_task_exits_1_with_its_sentence(agent: ServedAgent) -> No
     assert last.startswith("task failed: ") and "Offline model error 400" in last, sent.stderr
 
 
+@pytest.mark.slow
 async def test_a_key_is_sent_and_its_absence_is_one_clear_line(
     make_settings: SettingsFactory, offline_model: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -179,6 +187,7 @@ async def test_a_key_is_sent_and_its_absence_is_one_clear_line(
     assert unset.code == 1 and "NO_SUCH_KEY_VARIABLE is not set" in unset.stderr
 
 
+@pytest.mark.slow
 async def test_unreachable_agents_and_invalid_cards_are_one_line_errors() -> None:
     nobody = f"http://127.0.0.1:{free_port()}"
     unreachable = await a2a_send(nobody, "hello")

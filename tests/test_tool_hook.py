@@ -74,6 +74,7 @@ def with_readme(served: ServedAgent) -> Path:
     return readme
 
 
+@pytest.mark.slow
 async def test_a_truncation_the_backend_does_not_ask_about_is_denied_and_the_model_reads_why(
     make_agent: SettingsFactory, offline_model: OfflineModel, http: httpx.AsyncClient
 ) -> None:
@@ -90,6 +91,7 @@ async def test_a_truncation_the_backend_does_not_ask_about_is_denied_and_the_mod
         ]
 
 
+@pytest.mark.slow
 async def test_an_ask_at_the_hook_pauses_the_turn_until_the_caller_answers(
     make_agent: SettingsFactory, offline_model: OfflineModel, http: httpx.AsyncClient
 ) -> None:
@@ -108,6 +110,7 @@ async def test_an_ask_at_the_hook_pauses_the_turn_until_the_caller_answers(
         ], "one row per call, though the backend may ask about an allowed call again"
 
 
+@pytest.mark.slow
 async def test_code_in_words_the_backend_does_not_parse_never_runs(
     make_agent: SettingsFactory, offline_model: OfflineModel, http: httpx.AsyncClient
 ) -> None:
@@ -122,6 +125,7 @@ async def test_code_in_words_the_backend_does_not_parse_never_runs(
         assert "The shield cannot check" in answer_text(events)
 
 
+@pytest.mark.slow
 async def test_no_answer_at_the_hook_by_the_deadline_denies(
     make_agent: SettingsFactory, offline_model: OfflineModel, http: httpx.AsyncClient
 ) -> None:
@@ -137,6 +141,7 @@ async def test_no_answer_at_the_hook_by_the_deadline_denies(
         assert (entry.decision, entry.answered_by) == ("deny", "deadline")
 
 
+@pytest.mark.slow
 async def test_a_hook_that_cannot_reach_the_wrapper_blocks_the_call(
     make_settings: SettingsFactory, offline_model: OfflineModel, http: httpx.AsyncClient
 ) -> None:
@@ -150,6 +155,7 @@ async def test_a_hook_that_cannot_reach_the_wrapper_blocks_the_call(
         assert audit_of(served) == [], "the wrapper never saw the call"
 
 
+@pytest.mark.slow
 async def test_a_subagents_call_is_held_by_the_turn_that_started_it(
     make_settings: SettingsFactory, offline_model: OfflineModel, http: httpx.AsyncClient
 ) -> None:
@@ -168,6 +174,7 @@ async def test_a_subagents_call_is_held_by_the_turn_that_started_it(
         ]
 
 
+@pytest.mark.slow
 async def test_copilot_runs_no_subagent_and_no_workspace_hook_unseen(
     offline_model: OfflineModel, http: httpx.AsyncClient, tmp_path: Path
 ) -> None:
@@ -223,6 +230,7 @@ async def _ended(http: httpx.AsyncClient, served: ServedAgent, task_id: str) -> 
             await asyncio.sleep(0.2)
 
 
+@pytest.mark.slow
 async def test_a_deep_state_folder_still_gets_its_hook_in_the_sandbox(
     make_settings: SettingsFactory, offline_model: OfflineModel, http: httpx.AsyncClient, tmp_path: Path
 ) -> None:
