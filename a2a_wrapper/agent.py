@@ -17,12 +17,13 @@ from starlette.types import ASGIApp
 
 from a2a_wrapper.backends import Backend, create_backend
 from a2a_wrapper.background import cancel_and_wait
-from a2a_wrapper.config.settings import AgentSettings, ProcessRuntime, SandboxRuntime
+from a2a_wrapper.config.runtimes import ProcessRuntime, SandboxRuntime
+from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.frontend.app import build_app
 from a2a_wrapper.frontend.card import CARD_PATH, build_card
 from a2a_wrapper.frontend.executor import TurnExecutor
 from a2a_wrapper.frontend.metrics import AgentMetrics
-from a2a_wrapper.permissions.policy import build_policy
+from a2a_wrapper.permissions.policy import Policy, build_policy
 from a2a_wrapper.sandbox import Sandbox, describe_runtime
 from a2a_wrapper.shield.decision import PermissionPolicy
 from a2a_wrapper.state.audit import AuditLog
@@ -59,7 +60,7 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         audit = AuditLog(engine)
         await audit.initialize()
         metrics = AgentMetrics()
-        sandbox = await stack.enter_async_context(agent_sandbox(settings, policy, audit, metrics))
+        sandbox = await stack.enter_async_context(agent_sandbox(settings, hosts_policy(policy), audit, metrics))
         backend = create_backend(settings, sandbox)
         stack.push_async_callback(backend.stop)
         await backend.start()
@@ -126,6 +127,12 @@ async def agent_sandbox(
         yield sandbox
     finally:
         await sandbox.stop()
+
+
+def hosts_policy(policy: Policy) -> PermissionPolicy:
+    """What decides the sandbox's hosts: the shield itself, whose network rules it reads; autoApprove's policy
+    is no shield, so the sandbox lets no host through by it (it allows tool calls, never hosts)."""
+    return policy.shield if policy.rules_decide else policy
 
 
 class _Server(uvicorn.Server):

@@ -35,12 +35,14 @@ from overhead import DirectClient, Timing, WrapperClient, compare, pct, serving
 
 from a2a_wrapper.agent import running_agent
 from a2a_wrapper.backends.opencode.launch import free_port
-from a2a_wrapper.config.settings import AgentSettings, CardSettings, ProcessRuntime, ServerSettings
+from a2a_wrapper.config.runtimes import ProcessRuntime
+from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSettings
 from a2a_wrapper.offline_model import OfflineModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.acp_fixtures import acp_copilot_backend, acp_opencode_backend
 from tests.copilot_fixtures import copilot_backend
+
 from tests.test_behaviour import opencode_section
 
 log = logging.getLogger("bench.backends")

@@ -64,14 +64,9 @@ from a2a_wrapper.agent import RunningAgent, running_agent
 from a2a_wrapper.backends.install import find_binary
 from a2a_wrapper.backends.opencode.backend import OpenCodeBackend as OpenCodeClient
 from a2a_wrapper.backends.opencode.launch import free_port
-from a2a_wrapper.config.settings import (
-    AgentSettings,
-    CardSettings,
-    ModelProvider,
-    OpenCodeBackend,
-    ProcessRuntime,
-    ServerSettings,
-)
+from a2a_wrapper.config.backends import ModelProvider
+from a2a_wrapper.config.runtimes import ProcessRuntime
+from a2a_wrapper.config.settings import AgentSettings, CardSettings, OpenCodeBackend, ServerSettings
 from a2a_wrapper.offline_model import MODEL_ID, SMALL_MODEL_ID, OfflineModel
 
 log = logging.getLogger("bench.overhead")

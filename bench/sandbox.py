@@ -31,7 +31,8 @@ from overhead import WrapperClient, compare, pct, serving
 
 from a2a_wrapper.agent import running_agent
 from a2a_wrapper.backends.opencode.launch import free_port
-from a2a_wrapper.config.settings import AgentSettings, CardSettings, ProcessRuntime, SandboxRuntime, ServerSettings
+from a2a_wrapper.config.runtimes import ProcessRuntime, SandboxRuntime
+from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSettings
 from a2a_wrapper.offline_model import OfflineModel
 
 log = logging.getLogger("bench.sandbox")

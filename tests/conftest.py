@@ -15,7 +15,8 @@ import uvicorn
 from a2a_wrapper.agent import RunningAgent, running_agent
 from a2a_wrapper.backends.install import find_binary
 from a2a_wrapper.backends.opencode.launch import free_port
-from a2a_wrapper.config.settings import AgentSettings, CardSettings, ModelProvider, OpenCodeSettings, ServerSettings
+from a2a_wrapper.config.backends import ModelProvider, OpenCodeSettings
+from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSettings
 from a2a_wrapper.offline_model import MODEL_ID, SMALL_MODEL_ID, OfflineModel
 
 

@@ -11,7 +11,7 @@ import pytest
 from aiohttp import web
 
 from a2a_wrapper.agent import running_agent
-from a2a_wrapper.config.settings import ProcessRuntime
+from a2a_wrapper.config.runtimes import ProcessRuntime
 from a2a_wrapper.shield import ShieldConfig, ShieldError
 from a2a_wrapper.state.audit import recent
 from tests.conftest import SettingsFactory, serving
@@ -76,7 +76,7 @@ async def test_rules_allow_deny_and_fail_closed_on_ask(
         ("deny", "agent:no-rm", "delete", "rm -f kept.txt"),
         ("deny", "person:person", "execute", "ls -la"),
     ]
-    assert [e.answered_by for e in reversed(entries)] == ["rules", "rules", "person"]
+    assert [e.decided_by for e in reversed(entries)] == ["rules", "rules", "person"]
     assert all(e.agent == "test-agent" and e.tool == "bash" for e in entries)
     config = tmp_path / "audit.yaml"
     config.write_text(f"card: {{name: test-agent}}\nstate_dir: {settings.state_dir}\n")
@@ -186,7 +186,7 @@ async def test_no_answer_by_the_deadline_denies_and_the_task_ends(
         assert "No person answered in time" in task_answer(state)
         assert not (served.workdir / "late.txt").exists()
         [entry] = recent(served.agent.settings.state_dir / "state.db", 1)
-        assert entry.answered_by == "deadline" and entry.decision == "deny" and entry.wait_ms >= 2000
+        assert entry.decided_by == "deadline" and entry.decision == "deny" and entry.wait_ms >= 2000
 
 
 async def test_cancel_while_waiting_rejects_and_aborts(

@@ -19,7 +19,8 @@ import httpx
 import pytest
 
 from a2a_wrapper.backends.opencode.launch import free_port
-from a2a_wrapper.config.settings import AgentSettings, CardSettings, ModelProvider, ServerSettings
+from a2a_wrapper.config.backends import ModelProvider
+from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSettings
 from a2a_wrapper.offline_model import MODEL_ID, SMALL_MODEL_ID, OfflineModel
 from a2a_wrapper.shield.rules import ShieldConfig
 from tests.conftest import ServedAgent, serving
@@ -35,10 +36,10 @@ from tests.helpers.a2a_wire import (
     task_answer,
     user_message,
 )
-
 from tests.helpers.model_prompts import marker, wait_until_the_model_receives
 
 pytestmark = pytest.mark.slow
+
 SectionBuilder = Callable[[OfflineModel, Path, Path], dict[str, Any]]
 
 

@@ -13,12 +13,14 @@ import httpx
 import pytest
 
 from a2a_wrapper.agent import running_agent
-from a2a_wrapper.backends.base import Prompt
+from a2a_wrapper.backends.base import Prompt, events_of
 from a2a_wrapper.backends.copilot import launch
 from a2a_wrapper.backends.copilot.translate import Translator, file_diffs, permission_kind
 from a2a_wrapper.backends.copilot.turn import NOBODY_ANSWERED
 from a2a_wrapper.backends.opencode.launch import free_port
-from a2a_wrapper.config.settings import AgentSettings, CardSettings, CopilotSettings, SandboxRuntime, ServerSettings
+from a2a_wrapper.config.backends import CopilotSettings
+from a2a_wrapper.config.runtimes import SandboxRuntime
+from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSettings
 from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.events import Done, FileDiff, Permission, Question, Text, ToolCall, ToolResult
 from a2a_wrapper.offline_model import OfflineModel
@@ -37,6 +39,7 @@ from tests.helpers.a2a_wire import (
     user_message,
 )
 from tests.helpers.copilot_fixtures import copilot_backend
+from tests.helpers.model_prompts import marker, wait_until_the_model_receives
 
 CopilotFactory = Callable[..., AgentSettings]
 
@@ -69,9 +72,9 @@ def answer(task: dict[str, Any], text: str) -> dict[str, Any]:
 # --- turns over the real CLI ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_a_replacing_system_prompt_is_what_the_model_gets(
     copilot_settings: CopilotFactory, offline_model: OfflineModel, http: httpx.AsyncClient
-@pytest.mark.slow
 ) -> None:
     backend = {"system_prompt": "You are the release notes agent.", "system_prompt_mode": "replace"}
     async with serving(copilot_settings(auto_approve=True, backend=backend), offline_model) as served:
@@ -79,9 +82,9 @@ async def test_a_replacing_system_prompt_is_what_the_model_gets(
         assert task_answer(task).startswith("System prompt starts: You are the release notes agent.")
 
 
+@pytest.mark.slow
 async def test_a_created_file_becomes_a_write_permission_and_a_diff_artifact(
     copilot_settings: CopilotFactory, offline_model: OfflineModel, http: httpx.AsyncClient
-@pytest.mark.slow
 ) -> None:
     async with serving(copilot_settings(auto_approve=True), offline_model) as served:
         target = served.workdir / "notes.txt"
@@ -99,9 +102,9 @@ async def test_a_created_file_becomes_a_write_permission_and_a_diff_artifact(
         assert diff["name"] == f"diff {target}" and "+first line" in diff["parts"][0]["text"]
 
 
+@pytest.mark.slow
 async def test_a_read_outside_the_workspace_is_decided_once(
     copilot_settings: CopilotFactory, offline_model: OfflineModel, http: httpx.AsyncClient, tmp_path: Path
-@pytest.mark.slow
 ) -> None:
     outside = tmp_path / "outside.txt"
     outside.write_text("outside-text")
@@ -118,14 +121,14 @@ async def test_a_read_outside_the_workspace_is_decided_once(
         ]
 
 
+@pytest.mark.slow
 async def test_an_unanswered_question_tells_the_model_so(copilot_settings: CopilotFactory) -> None:
     async with running_agent(copilot_settings(auto_approve=True)) as agent:
-@pytest.mark.slow
         session = await agent.backend.open_session("ctx-unanswered")
         turn = agent.backend.turn(session, Prompt('[[tool:ask_user {"question": "Which?", "choices": ["A"]}]]'))
         texts: list[str] = []
         async with asyncio.timeout(60):
-            async for event in turn:
+            async for event, _ in events_of(turn):
                 if isinstance(event, Permission):  # the ask_user call itself, held by the pre-tool hook
                     await turn.reply(event.id, "allow", "asking is allowed")
                 elif isinstance(event, Question):
@@ -133,21 +136,22 @@ async def test_an_unanswered_question_tells_the_model_so(copilot_settings: Copil
                     await turn.answer(event.id, None)
                 elif isinstance(event, Text):
                     texts.append(event.delta)
-        assert event == Done("completed")
+        assert event == Done(outcome="completed")
         assert NOBODY_ANSWERED in "".join(texts)
 
 
+@pytest.mark.slow
 async def test_a_cli_killed_mid_turn_fails_the_task_and_comes_back(
     copilot_settings: CopilotFactory, offline_model: OfflineModel, http: httpx.AsyncClient
-@pytest.mark.slow
 ) -> None:
     async with serving(copilot_settings(auto_approve=True), offline_model) as served:
         first = await send(http, served.jsonrpc, "warm up")
         pid = (await served.agent.backend.health())["pid"]
+        doomed = marker("doomed")
         turn = asyncio.create_task(
-            stream(http, served.jsonrpc, {"message": user_message("[[slow:20]] doomed", first["contextId"])})
+            stream(http, served.jsonrpc, {"message": user_message(f"[[slow:20]] {doomed}", first["contextId"])})
         )
-        await asyncio.sleep(2)
+        await wait_until_the_model_receives(offline_model, doomed)
         os.kill(pid, signal.SIGKILL)
         down = await http.get(served.url + "/health")
         assert down.status_code == 503 and down.json()["backend"]["healthy"] is False
@@ -172,9 +176,9 @@ def final_state_of(task: dict[str, Any]) -> str:
     return str(task["status"]["state"])
 
 
+@pytest.mark.slow
 async def test_a_session_the_cli_lost_is_recreated(
     copilot_settings: CopilotFactory, offline_model: OfflineModel, http: httpx.AsyncClient
-@pytest.mark.slow
 ) -> None:
     async with serving(copilot_settings(auto_approve=True), offline_model) as served:
         first = await send(http, served.jsonrpc, "hello")
@@ -187,9 +191,9 @@ async def test_a_session_the_cli_lost_is_recreated(
         assert answer_text(events) == "This conversation holds 1 user messages."
 
 
+@pytest.mark.slow
 async def test_a_closed_session_is_deleted_from_the_cli(copilot_settings: CopilotFactory) -> None:
     async with running_agent(copilot_settings(auto_approve=True)) as agent:
-@pytest.mark.slow
         backend = agent.backend
         session = await backend.open_session("ctx-close")
         assert session.created and session.id == launch.session_id_for("ctx-close")
@@ -203,9 +207,9 @@ async def test_a_closed_session_is_deleted_from_the_cli(copilot_settings: Copilo
 # --- start-up and configuration -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_no_token_and_no_provider_fails_at_start_naming_the_keys(
     copilot_settings: CopilotFactory, monkeypatch: pytest.MonkeyPatch
-@pytest.mark.slow
 ) -> None:
     for name in launch.TOKEN_ENV:
         monkeypatch.delenv(name, raising=False)
@@ -346,16 +350,16 @@ def test_events_before_the_prompt_echo_belong_to_an_earlier_turn() -> None:
     translator = Translator()
     assert translator.feed("session.idle", {"aborted": True}) == []
     assert translator.feed("user.message", {"content": "hi"}) == []
-    assert translator.feed("assistant.message_delta", {"messageId": "m", "deltaContent": "Hel"}) == [Text("Hel")]
-    assert translator.feed("assistant.message", {"messageId": "m", "content": "Hello"}) == [Text("lo")]
-    assert translator.feed("session.idle", {}) == [Done("completed")]
+    assert translator.feed("assistant.message_delta", {"messageId": "m", "deltaContent": "Hel"}) == [Text(delta="Hel")]
+    assert translator.feed("assistant.message", {"messageId": "m", "content": "Hello"}) == [Text(delta="lo")]
+    assert translator.feed("session.idle", {}) == [Done(outcome="completed")]
 
 
 def test_an_error_before_the_prompt_echo_still_ends_the_turn() -> None:
     translator = Translator()
     translator.feed("session.error", {"errorType": "authentication", "message": "No GitHub OAuth token"})
     [done] = translator.feed("session.idle", {})
-    assert done == Done("failed", "Copilot reported an error: No GitHub OAuth token")
+    assert done == Done(outcome="failed", sentence="Copilot reported an error: No GitHub OAuth token")
 
 
 def test_tool_events_become_calls_and_results_with_diffs() -> None:
@@ -363,7 +367,15 @@ def test_tool_events_become_calls_and_results_with_diffs() -> None:
     translator.feed("user.message", {})
     start = {"toolCallId": "c", "toolName": "create", "arguments": {"path": "/w/n.txt"}, "toolTitle": "Creating"}
     assert translator.feed("tool.execution_start", start) == [
-        ToolCall("c", "create", "edit", "running", "Creating", {"path": "/w/n.txt"}, ("/w/n.txt",))
+        ToolCall(
+            id="c",
+            tool="create",
+            kind="edit",
+            status="running",
+            title="Creating",
+            arguments={"path": "/w/n.txt"},
+            locations=("/w/n.txt",),
+        )
     ]
     diff = "\ndiff --git a/w/n.txt b/w/n.txt\n--- a/dev/null\n+++ b/w/n.txt\n@@ -1,0 +1,1 @@\n+abc\n"
     complete = {
@@ -374,10 +386,10 @@ def test_tool_events_become_calls_and_results_with_diffs() -> None:
     }
     [result] = translator.feed("tool.execution_complete", complete)
     assert isinstance(result, ToolResult) and result.status == "completed" and result.output == "Created file"
-    assert result.diffs == (FileDiff("/w/n.txt", diff.strip("\n") + "\n"),)
+    assert result.diffs == (FileDiff(path="/w/n.txt", diff=diff.strip("\n") + "\n"),)
     failed = {"toolCallId": "c", "success": False, "error": {"message": "The user rejected this tool call."}}
     assert translator.feed("tool.execution_complete", failed)[0] == ToolResult(
-        "c", "create", "edit", "failed", "The user rejected this tool call."
+        id="c", tool="create", kind="edit", status="failed", output="The user rejected this tool call."
     )
 
 

@@ -22,7 +22,8 @@ from docker.errors import DockerException
 from pydantic import ValidationError
 
 from a2a_wrapper.agent import running_agent
-from a2a_wrapper.config.settings import AgentSettings, DockerRuntime
+from a2a_wrapper.config.runtimes import DockerRuntime
+from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.errors import BackendUnavailable, ConfigError
 from a2a_wrapper.offline_model import OfflineModel
 from a2a_wrapper.runtime import ContainerProcess, ContainerSpec
@@ -60,8 +61,8 @@ def agent_name() -> str:
     return f"docker-test-{uuid.uuid4().hex[:8]}"
 
 
-async def test_the_agents_shell_commands_run_in_the_container(
 @pytest.mark.slow
+async def test_the_agents_shell_commands_run_in_the_container(
     engine: docker.DockerClient, image: str, make_settings: SettingsFactory, offline_model: OfflineModel
 ) -> None:
     name, marker = agent_name(), f"/tmp/a2a-docker-marker-{uuid.uuid4().hex}"
@@ -88,8 +89,8 @@ async def test_the_agents_shell_commands_run_in_the_container(
     assert containers_of(engine, name) == [], "the container is removed when the agent stops"
 
 
-async def test_bridge_network_publishes_the_backend_on_loopback_only(
 @pytest.mark.slow
+async def test_bridge_network_publishes_the_backend_on_loopback_only(
     engine: docker.DockerClient, image: str, make_settings: SettingsFactory
 ) -> None:
     name = agent_name()
@@ -104,8 +105,8 @@ async def test_bridge_network_publishes_the_backend_on_loopback_only(
     assert containers_of(engine, name) == []
 
 
-async def test_a_missing_image_is_a_clear_error_before_anything_runs(
 @pytest.mark.slow
+async def test_a_missing_image_is_a_clear_error_before_anything_runs(
     engine: docker.DockerClient, make_settings: SettingsFactory
 ) -> None:
     name, missing = agent_name(), f"local/not-built-{uuid.uuid4().hex[:6]}:0"
@@ -132,8 +133,8 @@ def dead_pid() -> int:
     return probe.pid
 
 
-async def test_containers_left_by_a_gone_wrapper_are_removed_at_start(
 @pytest.mark.slow
+async def test_containers_left_by_a_gone_wrapper_are_removed_at_start(
     engine: docker.DockerClient, image: str, tmp_path: Path
 ) -> None:
     name = agent_name()

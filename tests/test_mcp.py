@@ -11,7 +11,8 @@ from pydantic import ValidationError
 
 from a2a_wrapper.backends.kit import mcp
 from a2a_wrapper.backends.opencode.launch import free_port
-from a2a_wrapper.config.settings import AgentSettings, CardSettings, McpServer, ServerSettings
+from a2a_wrapper.config.backends import McpServer
+from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSettings
 from a2a_wrapper.shield.rules import ShieldConfig
 from tests.conftest import SettingsFactory, serving
 from tests.helpers.a2a_wire import answer_text, data_parts, final_state, stream, user_message
@@ -97,8 +98,8 @@ def test_a_bad_server_is_refused_with_the_reason(fields: dict[str, Any], message
         McpServer(**fields)
 
 
-async def test_opencode_calls_a_real_mcp_server_from_the_config(
 @pytest.mark.slow
+async def test_opencode_calls_a_real_mcp_server_from_the_config(
     make_settings: SettingsFactory, offline_model: Any, http: httpx.AsyncClient
 ) -> None:
     server = {"command": [sys.executable, str(STAMP_SERVER)], "env": {"STAMP_SUFFIX": "via-config"}}
@@ -114,8 +115,8 @@ async def test_opencode_calls_a_real_mcp_server_from_the_config(
         assert permission["kind"] == "mcp" and permission["tool"] == "stamps_stamp"
 
 
-async def test_the_shield_decides_mcp_tools_by_their_class(
 @pytest.mark.slow
+async def test_the_shield_decides_mcp_tools_by_their_class(
     make_settings: SettingsFactory, offline_model: Any, http: httpx.AsyncClient
 ) -> None:
     rules = {"rules": [{"name": "no-mcp", "decision": "deny", "class": "mcp", "reason": "No MCP here."}]}
@@ -133,8 +134,8 @@ def _stamp_server(suffix: str) -> dict[str, Any]:
     return {"stamps": {"command": [sys.executable, str(STAMP_SERVER)], "env": {"STAMP_SUFFIX": suffix}}}
 
 
-@pytest.mark.parametrize(
 @pytest.mark.slow
+@pytest.mark.parametrize(
     ("which", "tool"),
     [("copilot", "stamps-stamp"), ("acp-opencode", "stamps_stamp")],  # each backend names MCP tools its own way
 )

@@ -5,9 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from a2a_wrapper.config.settings import AgentSettings, CardSettings, OpenCodeSettings, SandboxRuntime
+from a2a_wrapper.config.backends import OpenCodeSettings
+from a2a_wrapper.config.runtimes import SandboxRuntime
+from a2a_wrapper.config.settings import AgentSettings, CardSettings
 from a2a_wrapper.errors import ConfigError
-from a2a_wrapper.permissions.policy import AutoApprove
+from a2a_wrapper.permissions.policy import Policy
 from a2a_wrapper.sandbox import Sandbox
 from a2a_wrapper.sandbox.egress import ASK_IS_DENY, Destination, EgressDecision, EgressPolicy, EgressProxy, parse_head
 from a2a_wrapper.sandbox.masks import denied_paths
@@ -86,7 +88,7 @@ def test_hosts_are_decided_by_the_shields_network_rules(
 
 
 def test_auto_approve_allows_tool_calls_but_never_a_host() -> None:
-    policy = EgressPolicy({Destination("127.0.0.1", 8765)}, AutoApprove(True), rules_decide=False)
+    policy = EgressPolicy({Destination("127.0.0.1", 8765)}, Policy.auto_approving(True), rules_decide=False)
     assert policy.decide(Destination("127.0.0.1", 8765)).allowed
     assert not policy.decide(Destination("example.com", 443)).allowed
 
@@ -120,7 +122,7 @@ async def test_the_proxy_pipes_what_it_allows_refuses_the_rest_and_records_each(
     async def record(decision: EgressDecision, wait_ms: float) -> None:
         records.append(decision)
 
-    policy = EgressPolicy({Destination("127.0.0.1", port)}, AutoApprove(True), rules_decide=False)
+    policy = EgressPolicy({Destination("127.0.0.1", port)}, Policy.auto_approving(True), rules_decide=False)
     proxy = EgressProxy(tmp_path / "egress.sock", policy, record)
     await proxy.start()
     try:
@@ -183,7 +185,7 @@ def test_a_workspace_that_would_show_home_or_state_is_refused(tmp_path: Path, wo
     folder = Path.home() if workdir == "HOME" else tmp_path
     settings.backend.workdir = folder
     with pytest.raises(ConfigError, match="would show"):
-        Sandbox(settings, AutoApprove(True), None).plan([tmp_path / "state" / "opencode"])
+        Sandbox(settings, Policy.auto_approving(True), None).plan([tmp_path / "state" / "opencode"])
 
 
 def test_the_agents_own_endpoints_are_allowed_and_loopback_ones_forwarded(tmp_path: Path) -> None:
@@ -192,13 +194,15 @@ def test_the_agents_own_endpoints_are_allowed_and_loopback_ones_forwarded(tmp_pa
         provider={"id": "m", "base_url": "http://127.0.0.1:8765/v1", "models": ["x"]},
         mcp_servers={"docs": {"url": "https://mcp.example.com/mcp"}},
     )
-    described = Sandbox(settings, AutoApprove(True), None).describe()
+    described = Sandbox(settings, Policy.auto_approving(True), None).describe()
     assert described["network"]["allowed"] == ["127.0.0.1:8765", "mcp.example.com:443"]
     assert not (tmp_path / "state").exists(), "describing the sandbox creates nothing"
 
 
 def test_runtime_hosts_are_let_through_whatever_the_policy() -> None:
-    policy = EgressPolicy(set(), AutoApprove(False), rules_decide=False, hosts=["*.example.org", "docs.python.org"])
+    policy = EgressPolicy(
+        set(), Policy.auto_approving(False), rules_decide=False, hosts=["*.example.org", "docs.python.org"]
+    )
     assert policy.decide(Destination("files.example.org", 443)).rule == "runtime:hosts"
     assert policy.decide(Destination("docs.python.org", 443)).allowed
     assert not policy.decide(Destination("example.org", 443)).allowed, "*. covers sub-domains only"
@@ -207,7 +211,7 @@ def test_runtime_hosts_are_let_through_whatever_the_policy() -> None:
 async def test_a_deep_state_folder_gets_its_sockets_in_a_short_private_folder(tmp_path: Path) -> None:
     deep = tmp_path / ("a-very-long-folder-name-" * 6)
     settings = _settings(deep)
-    sandbox = Sandbox(settings, AutoApprove(True), None)
+    sandbox = Sandbox(settings, Policy.auto_approving(True), None)
     await sandbox.start()
     try:
         socket = sandbox.socket_path("opencode.sock")

@@ -14,9 +14,11 @@ import pytest
 import yaml
 
 from a2a_wrapper.agent import agent_sandbox
-from a2a_wrapper.config.settings import AgentSettings, CardSettings, OpenCodeSettings, ProcessRuntime
+from a2a_wrapper.config.backends import OpenCodeSettings
+from a2a_wrapper.config.runtimes import ProcessRuntime
+from a2a_wrapper.config.settings import AgentSettings, CardSettings
 from a2a_wrapper.frontend.metrics import AgentMetrics
-from a2a_wrapper.permissions.policy import AutoApprove
+from a2a_wrapper.permissions.policy import Policy
 from a2a_wrapper.sandbox.bubblewrap import find_bwrap
 from a2a_wrapper.state.audit import AuditLog
 
@@ -69,7 +71,7 @@ async def test_the_process_runtime_warns_at_every_start(tmp_path: Path, caplog: 
     )
     with caplog.at_level(logging.WARNING, logger="a2a_wrapper.agent"):
         for _ in range(2):
-            async with agent_sandbox(settings, AutoApprove(True), AuditLog(None), AgentMetrics()) as sandbox:  # type: ignore[arg-type]
+            async with agent_sandbox(settings, Policy.auto_approving(True), AuditLog(None), AgentMetrics()) as sandbox:  # type: ignore[arg-type]
                 assert sandbox is None
     warnings = [r.getMessage() for r in caplog.records if "runs unsandboxed" in r.getMessage()]
     assert len(warnings) == 2 and "[unboxed]" in warnings[0]

@@ -1,4 +1,5 @@
-"""Reading a config file: YAML or JSON, `${VAR}` substitution, Node configs translated, errors that name the key."""
+"""Reading config files: an agent's (YAML or JSON, `${VAR}` substitution, Node configs translated, errors that name
+the key) and the operator's file of shield rules."""
 
 import os
 import re
@@ -10,10 +11,13 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsError
 
+from a2a_wrapper.config.backends import BACKEND_KINDS
 from a2a_wrapper.config.node import is_node_config, translate_node_config
-from a2a_wrapper.config.settings import BACKEND_KINDS, AgentSettings, SandboxRuntime
+from a2a_wrapper.config.runtimes import SandboxRuntime
+from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.config.source import read_config_file
 from a2a_wrapper.errors import ConfigError
+from a2a_wrapper.shield.rules import ShieldConfig, ShieldError, parse_shield
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -26,6 +30,21 @@ def load_config(path: Path | str, overrides: dict[str, Any] | None = None) -> Ag
     data = _substitute(data, path, ())
     settings = _validate(_by_field_name(AgentSettings, data), _by_field_name(AgentSettings, overrides or {}), path)
     return _resolve_paths(settings, path)
+
+
+def load_operator_rules(path: Path | str) -> ShieldConfig:
+    """The operator's file: a YAML or JSON file holding only a `shield:` section, the floor for every agent."""
+    path = Path(path)
+    try:
+        data = read_config_file(path)
+    except ConfigError as exc:
+        raise ShieldError(str(exc)) from exc
+    for key in data:
+        if key != "shield":
+            raise ShieldError(f"{path}: {key}: unknown key; an operator file holds only a `shield:` section")
+    if "shield" not in data:
+        raise ShieldError(f"{path}: shield: missing; an operator file holds a `shield:` section")
+    return parse_shield(data["shield"], str(path))
 
 
 def _substitute(value: Any, path: Path, location: tuple[str, ...]) -> Any:

@@ -7,15 +7,16 @@ Precedence, low to high: defaults, the config file, `A2A_WRAP_*` environment var
 import os
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from a2a_wrapper.config.backends import Backend, OpenCodeSettings
+from a2a_wrapper.config.runtimes import Runtime, SandboxRuntime
 from a2a_wrapper.guard.settings import GuardSettings
 from a2a_wrapper.sections import Section
-from a2a_wrapper.shield.hosts import check_host_pattern
 from a2a_wrapper.shield.rules import ShieldConfig
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
@@ -57,142 +58,6 @@ class ServerSettings(Section):
         if value is not None and not re.match(r"^https?://[^/\s]+", value):
             raise ValueError("must be an http(s) URL")
         return value.rstrip("/") if value else value
-
-
-class ModelProvider(Section):
-    """A custom OpenAI-compatible provider (the offline model, a local server, a proxy)."""
-
-    id: str = Field(pattern=r"^[A-Za-z0-9_-]+$")
-    name: str | None = None
-    base_url: str = Field(pattern=r"^https?://")
-    api_key: SecretStr = SecretStr("not-needed")
-    models: list[str] = Field(min_length=1)
-
-
-MODEL_PATTERN = r"^[A-Za-z0-9_.-]+/.+$"
-
-
-class McpServer(Section):
-    """One MCP server, written once and mapped to each backend's own format: a stdio command or an HTTP URL."""
-
-    command: list[str] | None = Field(None, min_length=1, description="stdio server: the program and its arguments.")
-    url: str | None = Field(None, pattern=r"^https?://", description="HTTP (streamable) server.")
-    env: dict[str, str] = Field({}, description="Environment of a stdio server.")
-    headers: dict[str, str] = Field({}, description="Headers sent to an HTTP server.")
-    tools: list[str] = Field(["*"], description="Tools of this server the agent may see.")
-    enabled: bool = True
-
-    @model_validator(mode="after")
-    def _one_transport(self) -> "McpServer":
-        if (self.command is None) == (self.url is None):
-            raise ValueError("an MCP server has exactly one of `command` (stdio) or `url` (HTTP)")
-        if self.url is not None and self.env:
-            raise ValueError("`env` applies to a stdio server (`command`); an HTTP server takes `headers`")
-        if self.command is not None and self.headers:
-            raise ValueError("`headers` apply to an HTTP server (`url`); a stdio server takes `env`")
-        return self
-
-
-class BackendSettings(Section):
-    """What every backend kind shares: workspace, instructions, environment, MCP servers, start-up bound."""
-
-    workdir: Path = Field(
-        Path("workspace"), description="The agent's workspace, created if missing; relative to the config file."
-    )
-    system_prompt: str | None = None
-    system_prompt_file: Path | None = None
-    system_prompt_mode: Literal["append", "replace"] = "append"
-    env: dict[str, str] = {}
-    mcp_servers: dict[str, McpServer] = Field({}, description="MCP servers by name (stdio `command` or HTTP `url`).")
-    startup_timeout: float = Field(60.0, gt=0)
-
-    @property
-    def enabled_mcp_servers(self) -> list[str]:
-        """The names of the MCP servers the backend is given (its tools' names start with them)."""
-        return [name for name, server in self.mcp_servers.items() if server.enabled]
-
-
-class OpenCodeSettings(BackendSettings):
-    kind: Literal["opencode"] = "opencode"
-    binary: Path | None = Field(None, description="opencode binary; default: the managed install.")
-    base_url: str | None = Field(
-        None, pattern=r"^https?://", description="Attach to a running `opencode serve` instead of spawning."
-    )
-    username: str = "opencode"
-    password: SecretStr | None = None
-    model: str = Field("offline/offline-model", pattern=MODEL_PATTERN, description="provider/model")
-    agent: str | None = None
-    provider: ModelProvider | None = None
-    opencode_config: dict[str, Any] = Field({}, description="Raw OpenCode config merged in last.")
-
-
-class CopilotProvider(Section):
-    """A provider of the user's own (BYOK) for Copilot: sent on every session."""
-
-    type: Literal["openai", "azure", "anthropic"] = "openai"
-    base_url: str = Field(pattern=r"^https?://")
-    api_key: SecretStr | None = None
-    bearer_token: SecretStr | None = None
-    wire_api: Literal["completions", "responses"] | None = None
-    azure_api_version: str | None = None
-
-
-class CopilotSettings(BackendSettings):
-    kind: Literal["copilot"] = "copilot"
-    binary: Path | None = Field(None, description="Copilot CLI binary; default: the managed install.")
-    model: str | None = Field(None, description="Model id; required with a provider.")
-    provider: CopilotProvider | None = Field(None, description="Your own model provider instead of GitHub's.")
-    github_token: SecretStr | None = Field(
-        None, description="GitHub token; default COPILOT_GITHUB_TOKEN, GH_TOKEN or GITHUB_TOKEN from the environment."
-    )
-    reasoning_effort: Literal["low", "medium", "high", "xhigh"] | None = None
-
-
-class AcpSettings(BackendSettings):
-    kind: Literal["acp"] = "acp"
-    command: list[str] = Field(min_length=1, description="The ACP agent's program and arguments (stdio).")
-
-
-Backend = Annotated[OpenCodeSettings | CopilotSettings | AcpSettings, Field(discriminator="kind")]
-BACKEND_KINDS = ("opencode", "copilot", "acp")
-
-
-class ProcessRuntime(Section):
-    """The backend as a plain child process: no boundary but the shield's rules (a warning at every start)."""
-
-    kind: Literal["process"] = "process"
-
-
-class SandboxRuntime(Section):
-    """The backend in an OS sandbox (bubblewrap): writes to its workspace and own folder, no home, no network
-    but the egress proxy."""
-
-    kind: Literal["sandbox"] = "sandbox"
-    read: list[Path] = Field([], description="More folders or files the backend may read (never your home).")
-    write: list[Path] = Field([], description="More folders the backend may write besides its workspace.")
-    hosts: list[str] = Field(
-        [],
-        description="Hosts (`example.com`, `*.example.com`) the egress proxy lets through whatever the policy; "
-        "without a shield (auto_approve) the only way to reach a host the config does not name.",
-    )
-
-    @field_validator("hosts")
-    @classmethod
-    def _host_patterns(cls, value: list[str]) -> list[str]:
-        return [check_host_pattern(pattern) for pattern in value]
-
-
-class DockerRuntime(Section):
-    """The backend in a container: the workspace bind-mounted, an init process, labels and limits."""
-
-    kind: Literal["docker"] = "docker"
-    image: str = Field(min_length=1, description="A local image; it is never pulled.")
-    cpus: float | None = Field(None, gt=0)
-    memory: str | None = Field(None, pattern=r"^[0-9]+[bkmgBKMG]?$", description="e.g. 512m, 2g")
-    network: str = Field("bridge", description="Docker network mode or name.")
-
-
-Runtime = Annotated[SandboxRuntime | ProcessRuntime | DockerRuntime, Field(discriminator="kind")]
 
 
 class SessionSettings(Section):

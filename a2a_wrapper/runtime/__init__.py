@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from a2a_wrapper.config.settings import DockerRuntime, ProcessRuntime, SandboxRuntime
+from a2a_wrapper.config.runtimes import DockerRuntime, ProcessRuntime, SandboxRuntime
 from a2a_wrapper.process import ChildProcess
 from a2a_wrapper.runtime.child import Child
 from a2a_wrapper.runtime.container import ContainerProcess

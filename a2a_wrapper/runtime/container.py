@@ -9,7 +9,7 @@ import docker
 from docker.errors import DockerException, NotFound
 from docker.models.containers import Container
 
-from a2a_wrapper.config.settings import DockerRuntime
+from a2a_wrapper.config.runtimes import DockerRuntime
 from a2a_wrapper.errors import BackendUnavailable
 from a2a_wrapper.process import OutputLog
 from a2a_wrapper.runtime import engine

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from a2a_wrapper.config.settings import DockerRuntime
+from a2a_wrapper.config.runtimes import DockerRuntime
 
 AGENT_LABEL = "a2a-wrapper.agent"
 SUPERVISOR_LABEL = "a2a-wrapper.supervisor-pid"

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from a2a_wrapper.config.settings import AgentSettings, SandboxRuntime
+from a2a_wrapper.config.runtimes import SandboxRuntime
+from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.errors import ConfigError, SandboxUnavailable
 from a2a_wrapper.events import Permission
 from a2a_wrapper.sandbox.bubblewrap import checked_bwrap
@@ -214,7 +215,7 @@ class Sandbox:
             target=str(decision.destination),
             decision="allow" if decision.allowed else "deny",
             rule=decision.rule,
-            answered_by="sandbox",
+            decided_by="sandbox",
             wait_ms=wait_ms,
         )
         await self._audit.record(entry)

@@ -8,7 +8,7 @@ from typing import Any
 from a2a_wrapper.backends.acp.connection import agent_home
 from a2a_wrapper.backends.install import find_binary
 from a2a_wrapper.backends.opencode import launch
-from a2a_wrapper.config.settings import ModelProvider, OpenCodeSettings
+from a2a_wrapper.config.backends import ModelProvider, OpenCodeSettings
 from a2a_wrapper.offline_model import MODEL_ID, SMALL_MODEL_ID, OfflineModel
 
 # Copilot unpacks ~235 MB into $XDG_CACHE_HOME on its first run: one cache for all tests, apart from the user's.

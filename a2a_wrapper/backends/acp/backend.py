@@ -21,7 +21,8 @@ from a2a_wrapper.backends.acp.connection import AgentConnection, agent_env, agen
 from a2a_wrapper.backends.acp.turn import AcpTurn
 from a2a_wrapper.backends.base import Prompt, Session
 from a2a_wrapper.background import cancel_and_wait
-from a2a_wrapper.config.settings import AcpSettings, AgentSettings
+from a2a_wrapper.config.backends import AcpSettings
+from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.errors import BackendUnavailable, ConfigError, SessionGone, WrapperError
 from a2a_wrapper.sandbox import Sandbox
 

@@ -31,7 +31,7 @@ from a2a_wrapper import __version__
 from a2a_wrapper.backends import install as installer
 from a2a_wrapper.backends.acp.client import WrapperClient
 from a2a_wrapper.backends.kit import mcp
-from a2a_wrapper.config.settings import AcpSettings
+from a2a_wrapper.config.backends import AcpSettings
 from a2a_wrapper.errors import BackendUnavailable, Unauthorized
 from a2a_wrapper.process import ChildProcess
 from a2a_wrapper.sandbox import Sandbox, program_paths

@@ -21,7 +21,8 @@ from a2a_wrapper.backends.copilot.sdk_logs import quiet_sdk_logs
 from a2a_wrapper.backends.copilot.turn import CopilotTurn, Decision, blocked, unanswered
 from a2a_wrapper.backends.install import find_binary
 from a2a_wrapper.background import cancel_and_wait
-from a2a_wrapper.config.settings import AgentSettings, CopilotSettings
+from a2a_wrapper.config.backends import CopilotSettings
+from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.errors import BackendError, BackendUnavailable, SessionGone
 from a2a_wrapper.sandbox import Sandbox
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from a2a_wrapper.backends.kit import mcp
-from a2a_wrapper.config.settings import CopilotProvider, CopilotSettings
+from a2a_wrapper.config.backends import CopilotProvider, CopilotSettings
 from a2a_wrapper.errors import ConfigError
 
 PASSED_ENV = (

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from a2a_wrapper.config.settings import McpServer
+from a2a_wrapper.config.backends import McpServer
 
 
 def for_opencode(servers: dict[str, McpServer]) -> dict[str, Any]:

@@ -4,21 +4,24 @@ import asyncio
 import logging
 import os
 from collections.abc import AsyncIterator
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
 import aiohttp
 
-from a2a_wrapper.backends.base import Prompt, Session
+from a2a_wrapper.backends.base import Batch, Prompt, Session
 from a2a_wrapper.backends.install import find_binary
+from a2a_wrapper.backends.kit.stream import batches
 from a2a_wrapper.backends.opencode import launch
-from a2a_wrapper.backends.opencode.event_stream import RECONNECTED, EventQueue, EventStream
+from a2a_wrapper.backends.opencode.event_stream import RECONNECTED, EventStream
 from a2a_wrapper.backends.opencode.hook import HOOK_CALL, HOOK_PREFIX, HookGate, HookServer
 from a2a_wrapper.backends.opencode.translate import Translator
 from a2a_wrapper.background import cancel_and_wait
-from a2a_wrapper.config.settings import AgentSettings, OpenCodeSettings
+from a2a_wrapper.config.backends import OpenCodeSettings
+from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.errors import BackendError, BackendUnavailable, NotFound, SessionGone, Unauthorized, WrapperError
-from a2a_wrapper.events import Done, Permission, StreamEvent, Text, coalesce
+from a2a_wrapper.events import Done, Permission, StreamEvent, Text
 from a2a_wrapper.runtime import Child, Mount, listen_host, loopback_url, make_child
 from a2a_wrapper.sandbox import Sandbox
 
@@ -298,12 +301,11 @@ class OpenCodeTurn:
         self._session = session
         self._prompt = prompt
         self._gate: HookGate | None = None  # this turn's tool calls, held by the hook until decided
-        self.more_ready = False  # another event is already waiting behind the one just yielded
 
-    def __aiter__(self) -> AsyncIterator[StreamEvent]:
+    def __aiter__(self) -> AsyncIterator[Batch]:
         return self._run()
 
-    async def _run(self) -> AsyncIterator[StreamEvent]:
+    async def _run(self) -> AsyncIterator[Batch]:
         events = self._backend.events
         subscription = events.subscribe(self._session.id)
         queue = subscription.queue
@@ -313,7 +315,7 @@ class OpenCodeTurn:
             async with asyncio.timeout(10):
                 await events.connected.wait()
             if not await self._backend.hook_ready(10):  # a restarted OpenCode that did not load it: run nothing
-                yield Done("failed", HOOK_MISSING)
+                yield (Done(outcome="failed", sentence=HOOK_MISSING),)
                 return
             if hooks is not None:
                 self._gate = HookGate(queue)
@@ -324,43 +326,33 @@ class OpenCodeTurn:
                 )
             except NotFound as exc:
                 raise SessionGone(str(exc)) from exc
-            while True:
-                ready = await self._translate_ready(queue, translator)
-                for index, stream_event in enumerate(ready):
-                    self.more_ready = index < len(ready) - 1 or not queue.empty()
-                    subscription.eager = subscription.eager and not isinstance(stream_event, Text)
-                    yield stream_event
-                    if isinstance(stream_event, Done):
-                        return
+            async for batch in batches(queue, partial(self._translate, translator)):
+                # Once the answer streams, bursts may wait for each other: no more handing each event over alone.
+                subscription.eager = subscription.eager and not any(isinstance(event, Text) for event in batch)
+                yield batch
         except TimeoutError:
-            yield Done("failed", "The OpenCode event stream is not connected.")
+            yield (Done(outcome="failed", sentence="The OpenCode event stream is not connected."),)
         except SessionGone:
             raise  # nothing started: the caller opens a new session and tries again
         except BackendError as exc:
-            yield Done("failed", str(exc))
+            yield (Done(outcome="failed", sentence=str(exc)),)
         finally:
             if hooks is not None and self._gate is not None:
                 hooks.close(self._session.id, self._gate)
             events.unsubscribe(self._session.id, subscription)
 
-    async def _translate_ready(self, queue: EventQueue, translator: Translator) -> list[StreamEvent]:
-        """Every event already received, translated, with adjacent text deltas joined (no waiting added)."""
-        batch = [await queue.get()]
-        while not queue.empty():
-            batch.append(queue.get_nowait())
-        ready: list[StreamEvent] = []
-        for event in batch:
-            if event["type"] == BACKEND_EXITED:
-                code = event["properties"].get("code")
-                sentence = f"The OpenCode backend stopped during the turn (exit code {code}); it is being restarted."
-                return [*coalesce(ready), Done("failed", sentence + " Send the message again.")]
-            if event["type"] == RECONNECTED and translator.prompt_seen and not await self._busy():
-                return coalesce(ready + translator.recover(await self._messages()))
-            if event["type"] == HOOK_CALL:
-                ready.append(translator.hook_call(event["properties"]))
-                continue
-            ready += await self._undecided(translator.feed(event))
-        return coalesce(ready)
+    async def _translate(self, translator: Translator, event: dict[str, Any]) -> list[StreamEvent]:
+        """One event of OpenCode's stream (or of the wrapper's own: the backend died, the stream reconnected, the
+        hook holds a call) as StreamEvents."""
+        if event["type"] == BACKEND_EXITED:
+            code = event["properties"].get("code")
+            sentence = f"The OpenCode backend stopped during the turn (exit code {code}); it is being restarted."
+            return [Done(outcome="failed", sentence=sentence + " Send the message again.")]
+        if event["type"] == RECONNECTED and translator.prompt_seen and not await self._busy():
+            return translator.recover(await self._messages())
+        if event["type"] == HOOK_CALL:
+            return [translator.hook_call(event["properties"])]
+        return await self._undecided(translator.feed(event))
 
     async def _undecided(self, events: list[StreamEvent]) -> list[StreamEvent]:
         """OpenCode's own request for a call the hook already allowed is answered with that decision at once:

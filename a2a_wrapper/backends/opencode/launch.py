@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from a2a_wrapper.backends.kit import mcp
-from a2a_wrapper.config.settings import ModelProvider, OpenCodeSettings
+from a2a_wrapper.config.backends import ModelProvider, OpenCodeSettings
 
 READY_LINE = r"listening on (https?://\S+)"
 REPLACE_AGENT = "a2a"
