@@ -12,6 +12,13 @@ WrapperError
 """
 
 
+from typing import Any
+
+from pydantic_core import ErrorDetails
+
+SENTENCE = "a2a_wrapper_sentence"  # the type of a validation error whose message already names key and value
+
+
 class WrapperError(Exception):
     """Base of every error this package raises on purpose."""
 
@@ -46,3 +53,23 @@ class Unauthorized(BackendUnavailable):
 
 class SessionGone(BackendError):
     """The backend lost the session before the turn started; nothing was sent to the model."""
+
+
+def describe_invalid(error: ErrorDetails) -> str:
+    """What is wrong with one value pydantic refused and the value given, without its key: the one wording of
+    every config error (agent files, fleet files, shield rules)."""
+    if error["type"] == SENTENCE:
+        return error["msg"]
+    message = "unknown key" if error["type"] == "extra_forbidden" else error["msg"].removeprefix("Value error, ")
+    shown = f" (got {_short(error.get('input'))})" if error["type"] != "missing" and error["loc"] else ""
+    return message + shown
+
+
+def keyed(loc: tuple[int | str, ...] | list[int | str], message: str) -> str:
+    """`message` after its dotted key (`backend.workdir: ...`), or alone at the top level."""
+    return f"{'.'.join(map(str, loc))}: {message}" if loc else message
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -95,8 +95,8 @@ def test_duplicate_names_are_refused_naming_both(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        ({"agents": [{"config": "x.yaml", "url": "http://x:1"}]}, "agents.0: Value error, an agent entry has exactly"),
-        ({"agents": [{"url": "http://x:1", "port": 9}]}, "agents.0: Value error, `port` applies to a `config` agent"),
+        ({"agents": [{"config": "x.yaml", "url": "http://x:1"}]}, "agents.0: an agent entry has exactly"),
+        ({"agents": [{"url": "http://x:1", "port": 9}]}, "agents.0: `port` applies to a `config` agent"),
         ({"agents": [{"config": "x.yaml", "port": 70000}]}, "agents.0.port: Input should be less than or equal"),
         ({"agents": [{"url": "ftp://x"}]}, "agents.0.url: String should match pattern"),
         ({"agents": [], "registry": {}}, "agents: List should have at least 1 item"),

@@ -16,7 +16,7 @@ from a2a_wrapper.config.node import is_node_config, translate_node_config
 from a2a_wrapper.config.runtimes import SandboxRuntime
 from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.config.source import read_config_file
-from a2a_wrapper.errors import ConfigError
+from a2a_wrapper.errors import ConfigError, describe_invalid, keyed
 from a2a_wrapper.shield.rules import ShieldConfig, ShieldError, parse_shield
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -134,19 +134,8 @@ def describe_errors(exc: ValidationError, path: Path) -> str:
         loc = list(error["loc"])
         if len(loc) > 1 and loc[0] == "backend" and loc[1] in BACKEND_KINDS:
             del loc[1]  # the discriminator's tag, not a key the user wrote
-        key = ".".join(str(part) for part in loc) or "(top level)"
-        message = error["msg"]
-        if error["type"] == "extra_forbidden":
-            message = "unknown key"
-        value = error.get("input")
-        shown = "" if error["type"] == "missing" else f" (got {_short(value)})"
-        lines.append(f"{path}: {key}: {message}{shown}")
+        lines.append(f"{path}: {keyed(loc or ['(top level)'], describe_invalid(error))}")
     return "\n".join(lines)
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _resolve_paths(settings: AgentSettings, path: Path) -> AgentSettings:
