@@ -17,7 +17,7 @@ from a2a_wrapper.errors import WrapperError
 from a2a_wrapper.frontend.card import build_card
 from a2a_wrapper.guard import RedactingFilter, redact_value
 from a2a_wrapper.sandbox import describe_runtime
-from a2a_wrapper.shield import Shield, format_table
+from a2a_wrapper.shield import format_table
 
 CONFIG_OPTION = click.option(
     "--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), help="The agent's config file."
@@ -123,12 +123,12 @@ def check(config_path: Path | None) -> None:
     click.echo(json.dumps(MessageToDict(build_card(settings)), indent=2))
     policy = _policy(settings)
     click.echo("# permission rules")
-    if isinstance(policy, Shield):
+    if policy.rules_decide:
         for layer in ("operator", "agent", "built-in"):
-            rules = [rule for rule_layer, rule in policy.rules if rule_layer == layer]
+            rules = [rule for rule_layer, rule in policy.shield.rules if rule_layer == layer]
             if rules:
                 click.echo(format_table(rules, layer=layer))
-        click.echo(format_table([], defaults=policy.defaults))
+        click.echo(format_table([], defaults=policy.shield.defaults))
     else:
         stance = "on: every tool call allowed" if settings.auto_approve else "off: every tool call denied"
         click.echo(f"no shield section; autoApprove is {stance}")
@@ -166,8 +166,8 @@ def shield_explain(
     settings = _load(config_path)
     policy = _policy(settings)
     request = Permission("explain", kind or tool_kind(tool), tool, paths, command_line, url, workdir=workdir)
-    if isinstance(policy, Shield):
-        click.echo(format_explanation(explain(policy, request)))
+    if policy.rules_decide:
+        click.echo(format_explanation(explain(policy.shield, request)))
     else:
         decision = policy.decide(request)
         click.echo(f"{decision.outcome}: {decision.reason} (rule {decision.rule})")
@@ -212,7 +212,7 @@ def audit(config_path: Path | None, limit: int) -> None:
                 e.cls,
                 e.decision,
                 e.rule,
-                e.answered_by,
+                e.decided_by,
                 f"{e.wait_ms:.1f}",
                 target,
             )

@@ -104,7 +104,7 @@ async def test_an_ask_at_the_hook_pauses_the_turn_until_the_caller_answers(
             done = await stream(http, served.jsonrpc, answer(asked[0]["task"], reply))
             assert final_state(done) == "TASK_STATE_COMPLETED"
             assert readme.read_text() == (README if reply == "no" else ""), f"after {reply!r}"
-        assert [(e.decision, e.answered_by, e.target) for e in audit_of(served)] == [
+        assert [(e.decision, e.decided_by, e.target) for e in audit_of(served)] == [
             ("deny", "person", ">README.md"),
             ("allow", "person", ">README.md"),
         ], "one row per call, though the backend may ask about an allowed call again"
@@ -138,7 +138,7 @@ async def test_no_answer_at_the_hook_by_the_deadline_denies(
         assert "No person answered in time" in task_answer(task)
         assert readme.read_text() == README
         [entry] = audit_of(served)
-        assert (entry.decision, entry.answered_by) == ("deny", "deadline")
+        assert (entry.decision, entry.decided_by) == ("deny", "deadline")
 
 
 @pytest.mark.slow
@@ -168,7 +168,7 @@ async def test_a_subagents_call_is_held_by_the_turn_that_started_it(
         done = await stream(http, served.jsonrpc, answer(asked[0]["task"], "no"))
         assert final_state(done) == "TASK_STATE_COMPLETED"
         assert not (served.workdir / "child.txt").exists()
-        assert [(e.tool, e.decision, e.answered_by) for e in audit_of(served)] == [
+        assert [(e.tool, e.decision, e.decided_by) for e in audit_of(served)] == [
             ("task", "allow", "rules"),
             ("bash", "deny", "person"),
         ]

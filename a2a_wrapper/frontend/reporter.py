@@ -145,7 +145,8 @@ class TaskReporter:
         self._text.append(tail)
         if verdict.blocked:
             self._text = []
-            done = Done("failed", f"The answer was withheld: this turn met {INJECTION} ({_phrases(verdict)}).")
+            withheld = f"The answer was withheld: this turn met {INJECTION} ({_phrases(verdict)})."
+            done = Done(outcome="failed", sentence=withheld)
         await self._flush_text(last=True)  # the held text, or an empty chunk that closes the answer
         metadata = {META: {**self.metadata, "usage": dataclasses.asdict(self._usage)}}
         if verdict.findings:

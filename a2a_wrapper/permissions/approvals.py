@@ -14,7 +14,6 @@ from a2a.types import Message
 from google.protobuf.json_format import MessageToDict
 
 from a2a_wrapper.events import Permission, Question
-from a2a_wrapper.shield import classify
 
 EXTENSION_URI = "urn:a2a-wrapper:approvals:v1"
 EXTENSION_DESCRIPTION = (
@@ -37,6 +36,7 @@ class Pending:
     reason: str  # why a person is asked (the rule's sentence)
     rule: str
     expires_at: float
+    cls: str = ""  # the request's class, computed once by the gate; "" for a question
     id: str = field(default_factory=lambda: f"apr_{uuid.uuid4().hex[:16]}")
     asked_at: float = field(default_factory=lambda: datetime.now(UTC).timestamp())
 
@@ -49,7 +49,7 @@ class Pending:
         tool = {"kind": request.kind, "name": request.tool, "paths": list(request.paths)}
         tool |= {k: v for k, v in (("command", request.command), ("url", request.url)) if v}
         options = [{"id": key, "label": label} for key, label in OPTIONS.items()]
-        approval: dict[str, Any] = {"id": self.id, "tool": tool, "class": classify(request), "rule": self.rule}
+        approval: dict[str, Any] = {"id": self.id, "tool": tool, "class": self.cls, "rule": self.rule}
         approval |= {"reason": self.reason, "options": options}
         return {"type": "approval_request", "approval": {**approval, "expiresAt": expires}}
 

@@ -25,7 +25,7 @@ CREATE TABLE IF NOT EXISTS audit (
     target TEXT NOT NULL,
     decision TEXT NOT NULL,
     rule TEXT NOT NULL,
-    answered_by TEXT NOT NULL,
+    decided_by TEXT NOT NULL,
     wait_ms REAL NOT NULL
 )"""
 
@@ -42,7 +42,7 @@ class AuditEntry:
     target: str  # the command, paths or URL the decision was about
     decision: str
     rule: str
-    answered_by: str  # "shield" (rules), "autoApprove", or the person who answered
+    decided_by: str  # "rules", "deadline", "sandbox", or the person who answered
     wait_ms: float  # how long the decision took, a person's answer included
 
 
@@ -54,7 +54,11 @@ class AuditLog:
         self._engine = engine
 
     async def initialize(self) -> None:
+        """Creates the table, or renames an older version's `answered_by` column to `decided_by`."""
         async with self._engine.begin() as db:
+            columns = [row[1] for row in await db.execute(text("PRAGMA table_info(audit)"))]
+            if "answered_by" in columns:
+                await db.execute(text("ALTER TABLE audit RENAME COLUMN answered_by TO decided_by"))
             await db.execute(text(_SCHEMA))
 
     async def record(self, entry: AuditEntry) -> None:
