@@ -321,8 +321,8 @@ def test_session_ids_are_stable_per_context_and_distinct_between_them() -> None:
         ({"kind": "read", "path": "/etc/hosts"}, "read", "read", {"paths": ("/etc/hosts",)}),
         ({"kind": "url", "url": "https://example.org/x"}, "fetch", "network", {"url": "https://example.org/x"}),
         ({"kind": "mcp", "serverName": "files", "toolName": "read_file"}, "mcp", "mcp", {"tool": "files/read_file"}),
-        ({"kind": "memory", "fact": "x"}, "memory", "other", {"tool": "memory"}),
-        ({"kind": "custom-tool", "toolName": "mine"}, "custom-tool", "other", {"tool": "mine"}),
+        ({"kind": "memory", "fact": "x"}, "other", "other", {"tool": "memory"}),  # a kind the adapter does not know
+        ({"kind": "custom-tool", "toolName": "mine"}, "other", "other", {"tool": "mine"}),
     ],
 )
 def test_permission_requests_become_permission_events(

@@ -1,6 +1,5 @@
 """The Backend contract: what the front end may ask of any coding agent."""
 
-import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -27,31 +26,14 @@ class Prompt:
     files: tuple[PromptFile, ...] = ()
 
 
-BURST_SLICE = 0.002  # seconds a consumer may hold events back to send them together
-
-
-class Batching:
-    """Whether a turn tells its consumer more is ready (so it may batch): only while events wait, and never for
-    longer than BURST_SLICE since the last hand-over; the first event goes at once. A steady stream faster than
-    the consumer would otherwise be held until it ends."""
-
-    def __init__(self) -> None:
-        self._handed_over = float("-inf")
-
-    def more_ready(self, waiting: bool) -> bool:
-        now = time.monotonic()
-        if waiting and now - self._handed_over < BURST_SLICE:
-            return True
-        self._handed_over = now
-        return False
+BURST_SLICE = 0.002  # seconds a turn may collect ready events into one batch before it hands them over
+Batch = tuple[StreamEvent, ...]  # events that were ready together: a consumer may send them as one
 
 
 class Turn(Protocol):
-    """One backend turn: iterate it for StreamEvents; it ends with a `Done` event."""
+    """One backend turn: iterate it for batches of StreamEvents; the last batch ends with a `Done` event."""
 
-    more_ready: bool  # another event is already waiting: a consumer may batch instead of sending now
-
-    def __aiter__(self) -> AsyncIterator[StreamEvent]: ...
+    def __aiter__(self) -> AsyncIterator[Batch]: ...
 
     async def reply(self, permission_id: str, decision: Literal["allow", "deny"], reason: str) -> None: ...
 
@@ -80,3 +62,11 @@ class Backend(Protocol):
         """Rejects permission requests of these sessions left waiting by an earlier run (fail closed)."""
 
     def turn(self, session: Session, prompt: Prompt) -> Turn: ...
+
+
+async def events_of(turn: Turn) -> AsyncIterator[tuple[StreamEvent, bool]]:
+    """Each event of the turn's batches, with whether more of its batch follow (so a consumer may hold it back
+    and send them together). A consumer that stops at one event (to wait for a person) resumes at the next."""
+    async for batch in turn:
+        for index, event in enumerate(batch):
+            yield event, index < len(batch) - 1

@@ -27,9 +27,10 @@ from acp.schema import (
 
 from a2a_wrapper.backends.acp.client import PROMPT_ENDED, Channel
 from a2a_wrapper.backends.acp.translate import ending
-from a2a_wrapper.backends.base import Batching, Prompt, PromptFile, Session
+from a2a_wrapper.backends.base import Batch, Prompt, PromptFile, Session
+from a2a_wrapper.backends.kit.stream import batches
 from a2a_wrapper.errors import BackendError, SessionGone
-from a2a_wrapper.events import Done, StreamEvent, coalesce
+from a2a_wrapper.events import Done, StreamEvent
 
 if TYPE_CHECKING:
     from a2a_wrapper.backends.acp.backend import AcpBackend
@@ -53,33 +54,26 @@ class AcpTurn:
         self._prompt = prompt
         self._channel: Channel | None = None
         self._request: asyncio.Task[PromptResponse] | None = None
-        self.more_ready = False
 
-    def __aiter__(self) -> AsyncIterator[StreamEvent]:
+    def __aiter__(self) -> AsyncIterator[Batch]:
         return self._run()
 
-    async def _run(self) -> AsyncIterator[StreamEvent]:
+    async def _run(self) -> AsyncIterator[Batch]:
         try:
             await self._backend.ensure_loaded(self._session.id)  # SessionGone: nothing was sent yet
             blocks = self._blocks()
         except UnsendableFile as exc:
-            yield Done("failed", str(exc))
+            yield (Done(outcome="failed", sentence=str(exc)),)
             return
         except SessionGone:
             raise
         except BackendError as exc:
-            yield Done("failed", str(exc))
+            yield (Done(outcome="failed", sentence=str(exc)),)
             return
         channel = self._start(blocks)
-        batching = Batching()
         try:
-            while True:
-                ready = await self._ready(channel)
-                for index, event in enumerate(ready):
-                    self.more_ready = batching.more_ready(index < len(ready) - 1 or not channel.queue.empty())
-                    yield event
-                    if isinstance(event, Done):
-                        return
+            async for batch in batches(channel.queue, self._translate):
+                yield batch
         finally:
             if self._request is not None and not self._request.done():
                 await self._cancel()  # the consumer stopped early (timeout, shutdown): stop the agent's turn too
@@ -93,29 +87,25 @@ class AcpTurn:
         self._channel, self._request = channel, request
         return channel
 
-    async def _ready(self, channel: Channel) -> list[StreamEvent]:
-        """Every event already received (text deltas joined); the prompt's result ends the list."""
-        batch = [await channel.queue.get()]
-        while not channel.queue.empty():
-            batch.append(channel.queue.get_nowait())
-        events: list[StreamEvent] = []
-        for item in batch:
-            if item is PROMPT_ENDED:
-                return [*coalesce(events), *self._ending(channel)]
-            assert isinstance(item, StreamEvent)
-            events.append(item)
-        return coalesce(events)
+    async def _translate(self, item: StreamEvent | object) -> list[StreamEvent]:
+        """The client translated the updates already; the prompt's result ends the turn."""
+        if item is PROMPT_ENDED:
+            assert self._channel is not None
+            return self._ending(self._channel)
+        assert isinstance(item, StreamEvent)
+        return [item]
 
     def _ending(self, channel: Channel) -> list[StreamEvent]:
         assert self._request is not None
         try:
             return ending(self._request.result(), channel.cost)
         except ConnectionError:
-            return [Done("failed", AGENT_STOPPED)]
+            return [Done(outcome="failed", sentence=AGENT_STOPPED)]
         except RequestError as exc:
-            return [Done("failed", f"{self._backend.agent_name} failed the turn: {exc} (code {exc.code})")]
+            failed = f"{self._backend.agent_name} failed the turn: {exc} (code {exc.code})"
+            return [Done(outcome="failed", sentence=failed)]
         except asyncio.CancelledError:
-            return [Done("canceled", "The turn was canceled.")]
+            return [Done(outcome="canceled", sentence="The turn was canceled.")]
 
     def _blocks(self) -> list[Block]:
         text = self._prompt.text

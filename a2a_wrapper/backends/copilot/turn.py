@@ -19,10 +19,11 @@ from copilot import CopilotSession
 from copilot.generated.rpc import PermissionDecisionApproveOnce, PermissionDecisionReject
 from copilot.generated.session_events import SessionEvent, SessionEventType
 
-from a2a_wrapper.backends.base import Batching, Prompt, Session
+from a2a_wrapper.backends.base import Batch, Prompt, Session
 from a2a_wrapper.backends.copilot.prompt import message_of
 from a2a_wrapper.backends.copilot.translate import Translator, call_key
-from a2a_wrapper.events import Done, Question, StreamEvent, coalesce
+from a2a_wrapper.backends.kit.stream import as_is, batches
+from a2a_wrapper.events import Done, Question, StreamEvent
 
 log = logging.getLogger(__name__)
 
@@ -83,12 +84,11 @@ class CopilotTurn:
         self._hook_allowed: set[str] = set()  # calls (tool and arguments) the pre-tool hook let run
         self._closed = False  # nobody reads the events any more
         self._finished = False  # the CLI ended the turn (a Done was yielded)
-        self.more_ready = False
 
-    def __aiter__(self) -> AsyncIterator[StreamEvent]:
+    def __aiter__(self) -> AsyncIterator[Batch]:
         return self._run()
 
-    async def _run(self) -> AsyncIterator[StreamEvent]:
+    async def _run(self) -> AsyncIterator[Batch]:
         self._sdk = await self._host.attach(self._session.id, self)  # SessionGone: nothing was sent
         unsubscribe = self._sdk.on(self._on_event)
         try:
@@ -97,20 +97,11 @@ class CopilotTurn:
                 await self._sdk.send(text, attachments=attachments or None)  # type: ignore[arg-type]
             except Exception as exc:  # the SDK raises JsonRpcError, ProcessExitedError, RuntimeError, OSError
                 self._finished = True
-                yield Done("failed", f"Copilot did not take the message: {exc}")
+                yield (Done(outcome="failed", sentence=f"Copilot did not take the message: {exc}"),)
                 return
-            batching = Batching()
-            while True:
-                batch = [await self._queue.get()]
-                while not self._queue.empty():
-                    batch.append(self._queue.get_nowait())
-                ready = coalesce(batch)
-                for index, event in enumerate(ready):
-                    self.more_ready = batching.more_ready(index < len(ready) - 1 or not self._queue.empty())
-                    self._finished = isinstance(event, Done)
-                    yield event
-                    if self._finished:
-                        return
+            async for batch in batches(self._queue, as_is):
+                self._finished = isinstance(batch[-1], Done)
+                yield batch
         finally:
             unsubscribe()
             self._closed = True
@@ -126,7 +117,7 @@ class CopilotTurn:
 
     def backend_exited(self, sentence: str) -> None:
         self._release(sentence)
-        self._queue.put_nowait(Done("failed", sentence))
+        self._queue.put_nowait(Done(outcome="failed", sentence=sentence))
 
     # requests from the CLI (through the backend's handlers)
 
@@ -168,7 +159,8 @@ class CopilotTurn:
     async def question(self, request: dict[str, Any]) -> dict[str, Any]:
         choices = tuple(str(choice) for choice in request.get("choices") or ())
         question_id = QUESTION_PREFIX + uuid.uuid4().hex
-        text = await self._wait(question_id, Question(question_id, str(request.get("question", "")), choices))
+        asked = Question(id=question_id, text=str(request.get("question", "")), options=choices)
+        text = await self._wait(question_id, asked)
         if text is None:
             return unanswered()
         return {"answer": text, "wasFreeform": text not in choices}
