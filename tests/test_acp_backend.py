@@ -48,6 +48,7 @@ from tests.helpers.a2a_wire import (
     user_message,
 )
 from tests.helpers.acp_fixtures import ACP_BACKENDS
+from tests.helpers.model_prompts import marker, wait_until_the_model_receives
 
 AcpSettingsFactory = Callable[..., AgentSettings]
 
@@ -101,10 +102,11 @@ async def test_agent_killed_mid_turn_fails_the_task_and_comes_back(
         first = await send(http, agent.jsonrpc, "before the crash")
         context = first["contextId"]
         pid = agent.agent.backend._agent.child.pid  # type: ignore[attr-defined]
+        doomed = marker("doomed")
         turn = asyncio.create_task(
-            stream(http, agent.jsonrpc, {"message": user_message("[[slow:20]] doomed", context)})
+            stream(http, agent.jsonrpc, {"message": user_message(f"[[slow:20]] {doomed}", context)})
         )
-        await asyncio.sleep(2)
+        await wait_until_the_model_receives(offline_model, doomed)
         os.killpg(pid, signal.SIGKILL)
         async with asyncio.timeout(5):  # down until the restart (backoff 0.5 s first)
             while (health := await http.get(agent.url + "/health")).status_code != 503:  # noqa: ASYNC110

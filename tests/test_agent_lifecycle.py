@@ -12,8 +12,10 @@ import httpx
 import pytest
 import yaml
 
+from a2a_wrapper.offline_model import OfflineModel
 from tests.conftest import SettingsFactory
 from tests.helpers.a2a_wire import rpc, status_text, user_message
+from tests.helpers.model_prompts import marker, wait_until_the_model_receives
 
 pytestmark = pytest.mark.slow
 
@@ -86,15 +88,16 @@ async def test_sigterm_stops_the_backend_too(
 
 
 async def test_killed_wrapper_leaves_no_backend_and_its_task_ends_failed(
-    make_settings: SettingsFactory, tmp_path: Path, http: httpx.AsyncClient
+    make_settings: SettingsFactory, offline_model: OfflineModel, tmp_path: Path, http: httpx.AsyncClient
 ) -> None:
     config = write_config(tmp_path / "agent.yaml", make_settings())
     url = f"http://127.0.0.1:{yaml.safe_load(config.read_text())['server']['port']}"
     process = await start_serve(config)
     health = await wait_healthy(http, url)
-    params = {"message": user_message("[[slow:30]] interrupted"), "configuration": {"returnImmediately": True}}
+    interrupted = marker("interrupted")
+    params = {"message": user_message(f"[[slow:30]] {interrupted}"), "configuration": {"returnImmediately": True}}
     started = (await rpc(http, url + "/a2a/jsonrpc", "SendMessage", params))["result"]["task"]
-    await asyncio.sleep(1.5)
+    await wait_until_the_model_receives(offline_model, interrupted)
     process.kill()
     await process.wait()
     await asyncio.sleep(0.5)
@@ -112,15 +115,16 @@ async def test_killed_wrapper_leaves_no_backend_and_its_task_ends_failed(
 
 
 async def test_graceful_stop_fails_a_running_turn_with_a_sentence(
-    make_settings: SettingsFactory, tmp_path: Path, http: httpx.AsyncClient
+    make_settings: SettingsFactory, offline_model: OfflineModel, tmp_path: Path, http: httpx.AsyncClient
 ) -> None:
     config = write_config(tmp_path / "agent.yaml", make_settings())
     url = f"http://127.0.0.1:{yaml.safe_load(config.read_text())['server']['port']}"
     process = await start_serve(config)
     await wait_healthy(http, url)
-    params = {"message": user_message("[[slow:30]] cut short"), "configuration": {"returnImmediately": True}}
+    cut_short = marker("cut-short")
+    params = {"message": user_message(f"[[slow:30]] {cut_short}"), "configuration": {"returnImmediately": True}}
     started = (await rpc(http, url + "/a2a/jsonrpc", "SendMessage", params))["result"]["task"]
-    await asyncio.sleep(1.5)
+    await wait_until_the_model_receives(offline_model, cut_short)
     process.send_signal(signal.SIGTERM)
     async with asyncio.timeout(30):
         await process.wait()

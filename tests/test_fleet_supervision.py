@@ -12,8 +12,10 @@ import httpx
 import pytest
 import yaml
 
+from a2a_wrapper.offline_model import OfflineModel
 from tests.conftest import SettingsFactory
 from tests.helpers.a2a_wire import rpc, status_text, stream, user_message
+from tests.helpers.model_prompts import marker, wait_until_the_model_receives
 from tests.test_fleet_helpers import (
     FleetProcess,
     agent_config,
@@ -107,15 +109,16 @@ async def test_sigint_stops_every_agent_and_its_backend(
 
 
 async def test_a_running_turn_ends_failed_with_a_sentence_when_the_fleet_stops(
-    make_settings: SettingsFactory, tmp_path: Path, http: httpx.AsyncClient
+    make_settings: SettingsFactory, offline_model: OfflineModel, tmp_path: Path, http: httpx.AsyncClient
 ) -> None:
     config = agent_config(tmp_path / "agents", "busy", make_settings())
     fleet = await FleetProcess.start("fleet", str(tmp_path / "agents"))
     listed = await wait_until(http, fleet, running("busy"))
     url = listed["busy"]["url"]
-    params = {"message": user_message("[[slow:60]] cut short"), "configuration": {"returnImmediately": True}}
+    cut_short = marker("cut-short")
+    params = {"message": user_message(f"[[slow:60]] {cut_short}"), "configuration": {"returnImmediately": True}}
     task = (await rpc(http, url + "/a2a/jsonrpc", "SendMessage", params))["result"]["task"]
-    await asyncio.sleep(1.5)
+    await wait_until_the_model_receives(offline_model, cut_short)
     started = time.monotonic()
     assert await fleet.stop(signal.SIGTERM) == 0, fleet.log()
     assert time.monotonic() - started < 20, "the turn is aborted, not waited for"
@@ -132,15 +135,16 @@ async def test_a_running_turn_ends_failed_with_a_sentence_when_the_fleet_stops(
 
 
 async def test_a_second_signal_kills_every_agent_at_once(
-    make_settings: SettingsFactory, tmp_path: Path, http: httpx.AsyncClient
+    make_settings: SettingsFactory, offline_model: OfflineModel, tmp_path: Path, http: httpx.AsyncClient
 ) -> None:
     agent_config(tmp_path / "agents", "held", make_settings())
     fleet = await FleetProcess.start("fleet", str(tmp_path / "agents"))
     listed = await wait_until(http, fleet, running("held"))
     # an open stream holds the agent's graceful stop (uvicorn waits up to 10 s for open connections)
-    params = {"message": user_message("[[slow:60]] held open")}
+    held_open = marker("held-open")
+    params = {"message": user_message(f"[[slow:60]] {held_open}")}
     held = asyncio.create_task(stream(http, listed["held"]["url"] + "/a2a/jsonrpc", params))
-    await asyncio.sleep(1.5)
+    await wait_until_the_model_receives(offline_model, held_open)
     started = time.monotonic()
     fleet.process.send_signal(signal.SIGTERM)
     await fleet.wait_for_line(r"SIGTERM: stopping")
