@@ -14,6 +14,7 @@ from a2a_wrapper.backends import install as installer
 from a2a_wrapper.config.files import load_config
 from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.errors import WrapperError
+from a2a_wrapper.events import KINDS, ToolKind
 from a2a_wrapper.frontend.card import build_card
 from a2a_wrapper.guard import RedactingFilter, redact_value
 from a2a_wrapper.sandbox import describe_runtime
@@ -144,7 +145,7 @@ def shield() -> None:
 @shield.command("explain")
 @CONFIG_OPTION
 @click.option("--tool", required=True, help="The backend's tool or permission name, e.g. bash, edit, webfetch.")
-@click.option("--kind", help="The tool kind (execute, edit, read, fetch, ...); default: OpenCode's kind of --tool.")
+@click.option("--kind", type=click.Choice(KINDS), help="The tool kind; default: OpenCode's kind of --tool.")
 @click.option("--command", "command_line", help="The command a shell tool would run.")
 @click.option("--path", "paths", multiple=True, help="A path the tool touches (repeatable).")
 @click.option("--url", help="The URL a network tool would fetch.")
@@ -152,7 +153,7 @@ def shield() -> None:
 def shield_explain(
     config_path: Path | None,
     tool: str,
-    kind: str | None,
+    kind: ToolKind | None,
     command_line: str | None,
     paths: tuple[str, ...],
     url: str | None,
@@ -165,7 +166,15 @@ def shield_explain(
 
     settings = _load(config_path)
     policy = _policy(settings)
-    request = Permission("explain", kind or tool_kind(tool), tool, paths, command_line, url, workdir=workdir)
+    request = Permission(
+        id="explain",
+        kind=kind or tool_kind(tool),
+        tool=tool,
+        paths=paths,
+        command=command_line,
+        url=url,
+        workdir=workdir,
+    )
     if policy.rules_decide:
         click.echo(format_explanation(explain(policy.shield, request)))
     else:

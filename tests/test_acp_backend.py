@@ -233,7 +233,7 @@ def test_a_permission_request_without_input_takes_it_from_the_cached_tool_call()
 def test_a_permission_request_with_no_usable_input_names_nothing() -> None:
     request = ToolCallUpdate(tool_call_id="c9", kind="edit", title="edit", raw_input={})
     asked = translate.permission("acp-2", translate.ToolCache().merged(request), OPENCODE)
-    assert asked == Permission("acp-2", "edit", "edit", (), None, None, asked.raw)
+    assert asked == Permission(id="acp-2", kind="edit", tool="edit", paths=(), command=None, url=None, raw=asked.raw)
     fetch = ToolCallUpdate(tool_call_id="c8", kind="execute", raw_input={"url": "http://x"})
     assert translate.permission("acp-3", translate.ToolCache().merged(fetch), OPENCODE).url is None
 
@@ -254,10 +254,17 @@ def test_updates_become_stream_events() -> None:
     ]
     diff = "--- a/w/a.txt\n+++ b/w/a.txt\n@@ -1 +1 @@\n-one\n+two\n"
     assert events == [
-        Text("hi"),
-        ToolCall("c1", "execute", "execute", "pending", "bash", {"command": "ls"}),
-        ToolResult("c1", "execute", "execute", "completed", "a.txt", (FileDiff("/w/a.txt", diff),)),
-        Plan((PlanStep("step", "in_progress", "high"),)),
+        Text(delta="hi"),
+        ToolCall(id="c1", tool="execute", kind="execute", status="pending", title="bash", arguments={"command": "ls"}),
+        ToolResult(
+            id="c1",
+            tool="execute",
+            kind="execute",
+            status="completed",
+            output="a.txt",
+            diffs=(FileDiff(path="/w/a.txt", diff=diff),),
+        ),
+        Plan(steps=(PlanStep(text="step", status="in_progress", priority="high"),)),
     ]
 
 
@@ -283,7 +290,7 @@ def test_stop_reasons_end_the_turn(stop: str, outcome: str) -> None:
         {"stopReason": stop, "usage": {"inputTokens": 3, "outputTokens": 2, "totalTokens": 5}}
     )
     usage, done = translate.ending(response, 0.5)
-    assert usage == Usage(3, 2, 0, 0.5)
+    assert usage == Usage(input_tokens=3, output_tokens=2, reasoning_tokens=0, cost=0.5)
     assert isinstance(done, Done) and done.outcome == outcome
     assert done.sentence or outcome == "completed"
 

@@ -49,15 +49,15 @@ def shield(tmp_path: Path) -> Shield:
 
 
 def bash(command: str | None) -> Permission:
-    return Permission("per_1", "execute", "bash", command=command)
+    return Permission(id="per_1", kind="execute", tool="bash", command=command)
 
 
 def read(path: str) -> Permission:
-    return Permission("per_2", "read", "read", paths=(path,))
+    return Permission(id="per_2", kind="read", tool="read", paths=(path,))
 
 
 def fetch(url: str) -> Permission:
-    return Permission("per_3", "fetch", "webfetch", url=url)
+    return Permission(id="per_3", kind="fetch", tool="webfetch", url=url)
 
 
 @pytest.mark.parametrize(
@@ -193,8 +193,8 @@ ADVERSARIAL = [
     ("very-long", bash("ls " + "a " * 20_000), "deny"),
     ("empty", bash(""), "deny"),
     ("no-command", bash(None), "deny"),
-    ("unknown-kind", Permission("per_4", "frobnicate", "frob"), "deny"),
-    ("mcp-by-name", Permission("per_5", "other", "github_delete_repo"), "deny"),
+    ("unknown-kind", Permission(id="per_4", kind="frobnicate", tool="frob"), "deny"),
+    ("mcp-by-name", Permission(id="per_5", kind="other", tool="github_delete_repo"), "deny"),
 ]
 
 

@@ -45,7 +45,7 @@ def shield(ws: Path) -> Shield:
 
 
 def bash(command: str, workdir: str | None = None) -> Permission:
-    return Permission("per_1", "execute", "bash", command=command, workdir=workdir)
+    return Permission(id="per_1", kind="execute", tool="bash", command=command, workdir=workdir)
 
 
 def decided(shield: Shield, request: Permission) -> tuple[str, str]:
@@ -258,8 +258,8 @@ def test_the_workdir_is_where_relative_paths_start(
         bash("cp ~/.ssh/id_rsa stolen"),
         bash("cat --file=~/.ssh/id_rsa"),
         bash("cd ~/.ssh && cat id_rsa"),
-        Permission("per_2", "read", "read", paths=("~/.ssh/id_rsa",)),
-        Permission("per_2", "read", "read", paths=(f"~{USER}/.ssh",)),
+        Permission(id="per_2", kind="read", tool="read", paths=("~/.ssh/id_rsa",)),
+        Permission(id="per_2", kind="read", tool="read", paths=(f"~{USER}/.ssh",)),
     ],
     ids=lambda request: request.command or request.paths[0],
 )

@@ -2,6 +2,7 @@
 
 import pytest
 
+from a2a_wrapper.backends.copilot.translate import permission_kind
 from a2a_wrapper.backends.opencode.translate import tool_kind
 from a2a_wrapper.events import Permission
 from a2a_wrapper.shield import classify, kind_class
@@ -21,14 +22,12 @@ from a2a_wrapper.shield.classes import destructive
         ("move", "delete"),
         ("delete", "delete"),
         ("execute", "execute"),
-        ("shell", "execute"),
         ("fetch", "network"),
-        ("url", "network"),
         ("mcp", "mcp"),
         ("delegate", "other"),
         ("switch_mode", "other"),
         ("other", "other"),
-        ("frobnicate", "other"),
+        ("frobnicate", "other"),  # not a ToolKind (an adapter's bug): other too
         ("", "other"),
         ("Execute", "other"),  # kinds are exact: an unexpected spelling is unknown, so other
     ],
@@ -59,6 +58,11 @@ def test_kind_class(kind: str, expected: str) -> None:
 )
 def test_opencode_tools_through_the_translator(opencode_tool: str, expected: str) -> None:
     assert kind_class(tool_kind(opencode_tool)) == expected
+
+
+@pytest.mark.parametrize(("copilot_kind", "expected"), [("shell", "execute"), ("url", "network")])
+def test_copilot_permission_kinds_through_the_translator(copilot_kind: str, expected: str) -> None:
+    assert kind_class(permission_kind(copilot_kind)) == expected
 
 
 @pytest.mark.parametrize(
@@ -126,4 +130,4 @@ def test_destructive(command: str, expected: bool) -> None:
     ],
 )
 def test_classify(kind: str, command: str | None, expected: str) -> None:
-    assert classify(Permission("p", kind, "tool", command=command)) == expected
+    assert classify(Permission(id="p", kind=kind, tool="tool", command=command)) == expected

@@ -21,19 +21,19 @@ from a2a_wrapper.shield.decision import PermissionPolicy
 
 
 def bash(command: str | None) -> Permission:
-    return Permission("per_1", "execute", "bash", command=command)
+    return Permission(id="per_1", kind="execute", tool="bash", command=command)
 
 
 def read(*paths: str) -> Permission:
-    return Permission("per_2", "read", "read", paths=paths)
+    return Permission(id="per_2", kind="read", tool="read", paths=paths)
 
 
 def edit(*paths: str) -> Permission:
-    return Permission("per_3", "edit", "edit", paths=paths)
+    return Permission(id="per_3", kind="edit", tool="edit", paths=paths)
 
 
 def fetch(url: str) -> Permission:
-    return Permission("per_4", "fetch", "webfetch", url=url)
+    return Permission(id="per_4", kind="fetch", tool="webfetch", url=url)
 
 
 def config(*rules: dict[str, Any], **defaults: str) -> ShieldConfig:
@@ -58,10 +58,10 @@ def workspace(tmp_path: Path) -> Path:
         (bash("ls"), "ask", "default:execute"),
         (bash("rm -rf build"), "ask", "default:delete"),
         (fetch("https://docs.python.org/"), "ask", "default:network"),
-        (Permission("p", "mcp", "github_create_issue"), "ask", "default:mcp"),
-        (Permission("p", "delegate", "task"), "deny", "default:other"),
-        (Permission("p", "frobnicate", "frob"), "deny", "default:other"),
-        (Permission("p", "think", "todowrite"), "allow", "default:read"),
+        (Permission(id="p", kind="mcp", tool="github_create_issue"), "ask", "default:mcp"),
+        (Permission(id="p", kind="delegate", tool="task"), "deny", "default:other"),
+        (Permission(id="p", kind="frobnicate", tool="frob"), "deny", "default:other"),
+        (Permission(id="p", kind="think", tool="todowrite"), "allow", "default:read"),
         (bash(None), "deny", "shield:unchecked"),
         (bash("   "), "deny", "shield:unchecked"),
         (fetch("file:///etc/passwd"), "deny", "shield:unchecked"),
@@ -166,8 +166,8 @@ def test_sentences_stay_on_one_short_line(workspace: Path) -> None:
         ({"paths": ["src/*"]}, edit("src/deep/a.py"), "ask"),
         ({"tools": ["edit"]}, edit("src/app.py"), "allow"),
         ({"tools": ["Edit"]}, edit("src/app.py"), "ask"),  # allow rules are exact
-        ({"tools": ["github_*"]}, Permission("p", "other", "github_create_issue"), "allow"),
-        ({"tools": ["github_*"]}, Permission("p", "other", "gitlab_create_issue"), "deny"),
+        ({"tools": ["github_*"]}, Permission(id="p", kind="other", tool="github_create_issue"), "allow"),
+        ({"tools": ["github_*"]}, Permission(id="p", kind="other", tool="gitlab_create_issue"), "deny"),
         ({"class": "network", "hosts": ["*.readthedocs.io"]}, fetch("https://pip.readthedocs.io/x"), "allow"),
         ({"class": "network", "hosts": ["*.readthedocs.io"]}, fetch("https://readthedocs.io.evil.com/"), "ask"),
         ({"hosts": ["docs.python.org"]}, bash("curl https://docs.python.org"), "ask"),  # hosts: URLs only
@@ -224,7 +224,10 @@ class TestContextRules:
         [
             (edit("src/app.py"), {"tools": ("edit",), "class_": ("write",), "paths": ("<ws>/src/app.py",)}),
             (fetch("https://Docs.Python.org/x"), {"class_": ("network",), "hosts": ("docs.python.org",)}),
-            (Permission("p", "delegate", "task"), {"tools": ("task",), "class_": ("other",), "paths": None}),
+            (
+                Permission(id="p", kind="delegate", tool="task"),
+                {"tools": ("task",), "class_": ("other",), "paths": None},
+            ),
             (bash("ls *.py"), {"commands": ("ls \\*.py",)}),  # a literal `*`, escaped
         ],
     )
@@ -261,7 +264,7 @@ class TestContextRules:
 
 
 def test_a_failure_while_deciding_is_a_deny(workspace: Path, caplog: pytest.LogCaptureFixture) -> None:
-    broken = Permission("per_9", "read", "read", paths=(None,))  # type: ignore[arg-type]
+    broken = Permission(id="per_9", kind="read", tool="read", paths=(None,))  # type: ignore[arg-type]
     decision = Shield(config(), workspace).decide(broken)
     assert (decision.outcome, decision.rule) == ("deny", "shield:error")
     assert "Do not retry it" in decision.reason
@@ -306,11 +309,11 @@ def test_format_table(workspace: Path) -> None:
 @pytest.mark.parametrize(
     ("request_", "outcome"),
     [
-        (Permission("p", "shell", "shell", command="cat src/app.py", paths=("src/app.py",)), "allow"),
-        (Permission("p", "shell", "shell", command="cat src/app.py", paths=("/etc/passwd",)), "ask"),
-        (Permission("p", "shell", "shell", command="cat x", url="https://docs.python.org/"), "allow"),
-        (Permission("p", "shell", "shell", command="cat x", url="https://evil.com/"), "ask"),
-        (Permission("p", "shell", "shell", command="cat x", url="file:///etc/passwd"), "deny"),
+        (Permission(id="p", kind="execute", tool="shell", command="cat src/app.py", paths=("src/app.py",)), "allow"),
+        (Permission(id="p", kind="execute", tool="shell", command="cat src/app.py", paths=("/etc/passwd",)), "ask"),
+        (Permission(id="p", kind="execute", tool="shell", command="cat x", url="https://docs.python.org/"), "allow"),
+        (Permission(id="p", kind="execute", tool="shell", command="cat x", url="https://evil.com/"), "ask"),
+        (Permission(id="p", kind="execute", tool="shell", command="cat x", url="file:///etc/passwd"), "deny"),
     ],
 )
 def test_a_command_request_with_its_own_paths_and_url(workspace: Path, request_: Permission, outcome: str) -> None:
@@ -325,9 +328,11 @@ def test_a_command_request_with_its_own_paths_and_url(workspace: Path, request_:
 def test_a_file_tool_naming_no_file_is_never_allowed_as_inside(kind: str, tmp_path: Path) -> None:
     """Some ACP agents ask before they know the file: an allow rule for the workspace must not cover that."""
     rules = config({"name": "inside-ok", "decision": "allow", "workspace": "inside"}, read="allow", write="allow")
-    decision = Shield(rules, tmp_path).decide(Permission("per_9", kind, kind))
+    decision = Shield(rules, tmp_path).decide(Permission(id="per_9", kind=kind, tool=kind))
     assert decision.outcome == "ask", "an unknown file is never allowed by a workspace rule"
-    named = Shield(rules, tmp_path).decide(Permission("per_9", kind, kind, paths=(str(tmp_path / "a.txt"),)))
+    named = Shield(rules, tmp_path).decide(
+        Permission(id="per_9", kind=kind, tool=kind, paths=(str(tmp_path / "a.txt"),))
+    )
     assert named.outcome == "allow"
 
 
@@ -342,6 +347,8 @@ def test_a_file_tool_naming_no_file_is_never_allowed_as_inside(kind: str, tmp_pa
 def test_the_sentence_names_the_part_that_made_the_decision(
     workspace: Path, command: str, rule: str, part: str
 ) -> None:
-    decision = Shield(ShieldConfig(), workspace).decide(Permission("p", "execute", "bash", command=command))
+    decision = Shield(ShieldConfig(), workspace).decide(
+        Permission(id="p", kind="execute", tool="bash", command=command)
+    )
     assert decision.outcome == "ask" and decision.rule == rule
     assert f"for its part `{part}`" in decision.reason

@@ -34,7 +34,7 @@ EVERYTHING_ALLOWED = ShieldConfig.model_validate(
 def test_no_rule_and_no_always_opens_them(
     tmp_path: Path, kind: str, tool: str, path: str | None, command: str | None
 ) -> None:
-    request = Permission("p", kind, tool, (str(tmp_path / path),) if path else (), command)
+    request = Permission(id="p", kind=kind, tool=tool, paths=(str(tmp_path / path),) if path else (), command=command)
     shield = Shield(EVERYTHING_ALLOWED, tmp_path)
     always = Rule(name="always-1", decision="allow", class_=("write", "delete", "execute"), workspace="any")
     for deciding in (shield, shield.for_context([always])):
@@ -46,6 +46,9 @@ def test_no_rule_and_no_always_opens_them(
 @pytest.mark.parametrize("path", [".git/config", ".opencode/plugin/run.js", "docs/git-config.md", ".gitignore"])
 def test_reading_them_and_writing_their_neighbours_is_up_to_the_rules(tmp_path: Path, path: str) -> None:
     shield = Shield(EVERYTHING_ALLOWED, tmp_path)
-    assert shield.decide(Permission("p", "read", "read", (str(tmp_path / path),))).outcome == "allow"
+    assert shield.decide(Permission(id="p", kind="read", tool="read", paths=(str(tmp_path / path),))).outcome == "allow"
     if not path.startswith((".git/", ".opencode/")):
-        assert shield.decide(Permission("p", "write", "write", (str(tmp_path / path),))).outcome == "allow"
+        assert (
+            shield.decide(Permission(id="p", kind="write", tool="write", paths=(str(tmp_path / path),))).outcome
+            == "allow"
+        )

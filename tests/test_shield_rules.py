@@ -5,7 +5,8 @@ from typing import Any
 
 import pytest
 
-from a2a_wrapper.shield import Shield, ShieldConfig, ShieldError, load_operator_rules, parse_shield
+from a2a_wrapper.config.files import load_operator_rules
+from a2a_wrapper.shield import Shield, ShieldConfig, ShieldError, parse_shield
 
 EXAMPLE = """
 shield:

@@ -46,11 +46,11 @@ CASES = {
             delta("pa", "lo"),
             IDLE,
         ],
-        [Text("Hel"), Text("lo"), Done("completed")],
+        [Text(delta="Hel"), Text(delta="lo"), Done(outcome="completed")],
     ),
     "deltas before their part are held, then released in order": (
         [message("a", "assistant"), delta("pa", "early "), delta("pa", "bird"), part("pa", "a", "text", text=""), IDLE],
-        [Text("early "), Text("bird"), Done("completed")],
+        [Text(delta="early "), Text(delta="bird"), Done(outcome="completed")],
     ),
     "reasoning is a thought, not text": (
         [
@@ -61,7 +61,7 @@ CASES = {
             delta("pt", "ok"),
             IDLE,
         ],
-        [Thought("hmm"), Text("ok"), Done("completed")],
+        [Thought(delta="hmm"), Text(delta="ok"), Done(outcome="completed")],
     ),
     "a final part completes missing deltas without repeating": (
         [
@@ -72,7 +72,7 @@ CASES = {
             part("pa", "a", "text", text="abcdef", time={"start": 1, "end": 2}),
             IDLE,
         ],
-        [Text("abc"), Text("def"), Done("completed")],
+        [Text(delta="abc"), Text(delta="def"), Done(outcome="completed")],
     ),
     "tool pending without input is skipped, running and completed reported": (
         [
@@ -97,14 +97,14 @@ CASES = {
             IDLE,
         ],
         [
-            ToolCall("c1", "bash", "execute", "running", "ls", {"command": "ls"}),
-            ToolResult("c1", "bash", "execute", "completed", "a\nb"),
-            Done("completed"),
+            ToolCall(id="c1", tool="bash", kind="execute", status="running", title="ls", arguments={"command": "ls"}),
+            ToolResult(id="c1", tool="bash", kind="execute", status="completed", output="a\nb"),
+            Done(outcome="completed"),
         ],
     ),
     "usage from step-finish": (
         [message("a", "assistant"), part("f", "a", "step-finish", tokens={"input": 10, "output": 3}, cost=0.5), IDLE],
-        [Usage(10, 3, 0, 0.5), Done("completed")],
+        [Usage(input_tokens=10, output_tokens=3, reasoning_tokens=0, cost=0.5), Done(outcome="completed")],
     ),
     "a model error fails with its sentence": (
         [
@@ -117,7 +117,7 @@ CASES = {
             },
             IDLE,
         ],
-        [Done("failed", "OpenCode reported APIError: Bad request")],
+        [Done(outcome="failed", sentence="OpenCode reported APIError: Bad request")],
     ),
     "an abort is canceled": (
         [
@@ -130,7 +130,7 @@ CASES = {
             },
             IDLE,
         ],
-        [Done("canceled", "The turn was aborted.")],
+        [Done(outcome="canceled", sentence="The turn was aborted.")],
     ),
     "child session text is not the answer, its tools are shown": (
         [
@@ -149,7 +149,18 @@ CASES = {
             },
             IDLE,
         ],
-        [ToolCall("c9", "read", "read", "running", "read", {"filePath": "/w/x.py"}, ("/w/x.py",)), Done("completed")],
+        [
+            ToolCall(
+                id="c9",
+                tool="read",
+                kind="read",
+                status="running",
+                title="read",
+                arguments={"filePath": "/w/x.py"},
+                locations=("/w/x.py",),
+            ),
+            Done(outcome="completed"),
+        ],
     ),
 }
 
@@ -197,7 +208,7 @@ def test_question_shape() -> None:
             ],
         },
     }
-    assert run([asked]) == [Question("que_1", "Which color?", ("Red", "Blue"))]
+    assert run([asked]) == [Question(id="que_1", text="Which color?", options=("Red", "Blue"))]
 
 
 def test_unknown_tool_kind_is_other() -> None:
@@ -225,8 +236,8 @@ def test_recover_after_a_gap_emits_only_what_was_missed() -> None:
             ],
         },
     ]
-    assert seen == [Text("Hello ")]
-    assert translator.recover(stored) == [Text("world"), Done("completed")]
+    assert seen == [Text(delta="Hello ")]
+    assert translator.recover(stored) == [Text(delta="world"), Done(outcome="completed")]
 
 
 @pytest.mark.parametrize(

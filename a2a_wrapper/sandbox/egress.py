@@ -85,7 +85,8 @@ class EgressPolicy:
 def _as_request(destination: Destination) -> Permission:
     scheme = "https" if destination.port != 80 else "http"
     url = f"{scheme}://{destination}/"
-    return Permission("egress", "fetch", "egress", url=url, raw={"host": destination.host, "port": destination.port})
+    raw = {"host": destination.host, "port": destination.port}
+    return Permission(id="egress", kind="fetch", tool="egress", url=url, raw=raw)
 
 
 def _egress(destination: Destination, decision: Decision) -> EgressDecision:

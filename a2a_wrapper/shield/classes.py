@@ -1,22 +1,24 @@
-"""What a request is: the one table from backend tool kinds to classes, and the commands that destroy.
+"""What a request is: its kind's class, the common names of tools, and the commands that destroy.
 
-Classes: read, write, delete, execute, network, mcp, other. A kind not in the table is `other`, which is
-denied unless a rule says otherwise. A command that destroys is `delete` whatever tool runs it; `mv` counts
-(it removes its source and may replace its target), `cp` does not (overwriting with `cp` asks as execute).
+Classes: read, write, delete, execute, network, mcp, other. Every ToolKind has its class; `other` is denied
+unless a rule says otherwise, and so is a kind outside ToolKind (an adapter's bug). A command that destroys
+is `delete` whatever tool runs it; `mv` counts (it removes its source and may replace its target), `cp` does
+not (overwriting with `cp` asks as execute).
 """
 
 import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
+from a2a_wrapper.events import ToolKind
+
 Class = Literal["read", "write", "delete", "execute", "network", "mcp", "other"]
 Outcome = Literal["allow", "ask", "deny"]
 CLASSES: tuple[Class, ...] = ("read", "write", "delete", "execute", "network", "mcp", "other")
 _STRICTNESS: dict[Outcome, int] = {"allow": 0, "ask": 1, "deny": 2}
 
-# Tool kind (ACP's, our adapters' from translate.TOOL_KINDS, Copilot's) -> class. Anything else: "other",
-# e.g. `delegate` (subagents), `switch_mode` (a mode may bypass permissions) and MCP tools named by OpenCode.
-KIND_CLASSES: dict[str, Class] = {
+# `delegate` (subagents), `switch_mode` (a mode may bypass permissions) and `other` are denied by default.
+KIND_CLASSES: dict[ToolKind, Class] = {
     "read": "read",
     "search": "read",
     "think": "read",  # the agent's own todo list: nothing on disk or the network
@@ -27,15 +29,33 @@ KIND_CLASSES: dict[str, Class] = {
     "move": "delete",  # like `mv`: the source path goes away
     "delete": "delete",
     "execute": "execute",
-    "shell": "execute",
     "fetch": "network",
-    "url": "network",
     "mcp": "mcp",
+    "delegate": "other",
+    "switch_mode": "other",
+    "other": "other",
+}
+
+# The one name a kind's tool goes by on every backend (OpenCode's), which a `tools:` pattern matches besides the
+# backend's own name: ACP names no tools and Copilot asks a shell command as `shell`, yet `tools: [bash]` means
+# shell commands on each. Kinds of many tools (search, mcp, other) have none: only their own names match.
+COMMON_TOOL_NAMES: dict[ToolKind, str] = {
+    "execute": "bash",
+    "edit": "edit",
+    "write": "edit",  # OpenCode asks its write tool as edit
+    "read": "read",
+    "fetch": "webfetch",
 }
 
 
-def kind_class(kind: str) -> Class:
+def kind_class(kind: ToolKind) -> Class:
     return KIND_CLASSES.get(kind, "other")
+
+
+def tool_names(kind: ToolKind, tool: str) -> tuple[str, ...]:
+    """The names a `tools:` pattern is matched against: the backend's own, then the kind's common one."""
+    common = COMMON_TOOL_NAMES.get(kind)
+    return (tool,) if common is None or common == tool else (tool, common)
 
 
 def strictest(outcomes: Iterable[Outcome]) -> Outcome:

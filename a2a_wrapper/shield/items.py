@@ -12,15 +12,15 @@ option the shield cannot judge, carries why no allow rule may match it (`unallow
 
 from dataclasses import dataclass, replace
 
-from a2a_wrapper.events import Permission
-from a2a_wrapper.shield.classes import Class, command_name, destructive, kind_class, loose
+from a2a_wrapper.events import Permission, ToolKind
+from a2a_wrapper.shield.classes import Class, command_name, destructive, kind_class, loose, tool_names
 from a2a_wrapper.shield.commands import Part, split
 from a2a_wrapper.shield.hosts import BadUrl, url_host
 from a2a_wrapper.shield.paths import Workspace, argument_text, home_paths
 from a2a_wrapper.shield.shell import Unparseable, Word
 from a2a_wrapper.shield.writes import unjudged, written
 
-_FILE_KINDS = frozenset({"read", "edit", "write", "delete", "move"})  # tools that act on a named file
+_FILE_KINDS: frozenset[ToolKind] = frozenset({"read", "edit", "write", "delete", "move"})  # act on a named file
 
 _REDIRECT_CLASSES: dict[str, Class] = {
     "<": "read",
@@ -42,7 +42,7 @@ class Item:
 
     label: str  # what a person reads
     cls: Class
-    tool: str
+    tools: tuple[str, ...]  # the names a `tools:` rule may match (classes.tool_names)
     command: str | None = None  # the part's words, for `commands` rules
     folded_command: str | None = None  # the same, loosely: for deny and ask rules
     paths: tuple[str, ...] = ()  # real absolute paths
@@ -56,10 +56,10 @@ class Item:
 def items_of(request: Permission, workspace: Workspace) -> list[Item]:
     """One item per command part (each also naming the request's own paths), or the request's target;
     a URL on a command request is an item of class network of its own."""
-    cls = kind_class(request.kind)
+    cls, tools = kind_class(request.kind), tool_names(request.kind, request.tool)
     if request.command is None:
         if cls == "execute":
-            return [Item(request.tool, cls, request.tool, problem="the request names no command to check")]
+            return [Item(request.tool, cls, tools, problem="the request names no command to check")]
         return [_target(request, cls, workspace)]
     named = _target(replace(request, url=None, paths=(*request.paths, *_workdir(request))), cls, workspace)
     start = workspace.root if request.workdir is None else workspace.resolve(request.workdir, workspace.root)
@@ -70,7 +70,7 @@ def items_of(request: Permission, workspace: Workspace) -> list[Item]:
             unplaced=item.unplaced or named.unplaced,
             problem=item.problem or named.problem,
         )
-        for item in _command_items(request.command, request.tool, workspace, start)
+        for item in _command_items(request.command, tools, workspace, start)
     ]
     if request.url is not None:
         items.append(_target(replace(request, paths=()), "network", workspace))
@@ -117,25 +117,26 @@ def _target(request: Permission, cls: Class, workspace: Workspace) -> Item:
     # A file tool that names no file (some ACP agents ask before they know it): its target is unknown, so no
     # rule can place it inside the workspace.
     unplaced = None in paths or (request.kind in _FILE_KINDS and not request.paths)
-    return Item(label, cls, request.tool, paths=placed, unplaced=unplaced, host=host, problem=problem)
+    tools = tool_names(request.kind, request.tool)
+    return Item(label, cls, tools, paths=placed, unplaced=unplaced, host=host, problem=problem)
 
 
-def _command_items(command: str, tool: str, workspace: Workspace, start: str | None) -> list[Item]:
+def _command_items(command: str, tools: tuple[str, ...], workspace: Workspace, start: str | None) -> list[Item]:
     try:
         parts = split(command)
     except Unparseable as exc:
-        return [Item(command, "execute", tool, problem=str(exc))]
+        return [Item(command, "execute", tools, problem=str(exc))]
     if not parts:
-        return [Item(command, "execute", tool, problem="the command is empty")]
+        return [Item(command, "execute", tools, problem="the command is empty")]
     items: list[Item] = []
     cwds: list[str | None] = [start]
     for part in parts:
-        items += [_part_item(part, tool, workspace, cwds), *_written_items(part, tool, workspace, cwds)]
+        items += [_part_item(part, tools, workspace, cwds), *_written_items(part, tools, workspace, cwds)]
         cwds = _folders_after(part, workspace, cwds)
     return items
 
 
-def _part_item(part: Part, tool: str, workspace: Workspace, cwds: list[str | None]) -> Item:
+def _part_item(part: Part, tools: tuple[str, ...], workspace: Workspace, cwds: list[str | None]) -> Item:
     words = part.command
     if part.redirect:
         named: list[tuple[Word, str | None]] = [(word, word.text) for word in part.words]
@@ -148,7 +149,7 @@ def _part_item(part: Part, tool: str, workspace: Workspace, cwds: list[str | Non
     return Item(
         part.text,
         part_class(part),
-        tool,
+        tools,
         command=part.text,
         folded_command=loose(folded),
         paths=paths,
@@ -157,14 +158,14 @@ def _part_item(part: Part, tool: str, workspace: Workspace, cwds: list[str | Non
     )
 
 
-def _written_items(part: Part, tool: str, workspace: Workspace, cwds: list[str | None]) -> list[Item]:
+def _written_items(part: Part, tools: tuple[str, ...], workspace: Workspace, cwds: list[str | None]) -> list[Item]:
     """One item per file the command writes by an option or operand (`--output=F`, `tee F`), judged by paths."""
     items = []
     for word, text, cls in [] if part.redirect else written(part.command):
         paths, unplaced = _placed([(word, text)], workspace, cwds)
         label = f"{text} (written by {part.command[0].text})"
-        command = replace(_part_item(part, tool, workspace, cwds), label=label, cls=cls, paths=paths, unplaced=unplaced)
-        items.append(replace(command, written=True))
+        command = _part_item(part, tools, workspace, cwds)
+        items.append(replace(command, label=label, cls=cls, paths=paths, unplaced=unplaced, written=True))
     return items
 
 

@@ -23,7 +23,7 @@ def matches(rule: Rule, item: Item, workspace: Workspace) -> bool:
         return False
     return (
         (rule.class_ is None or _class_matches(rule.class_, item, strict))
-        and (rule.tools is None or any(command_matches(tool, item.tool, folded=not strict) for tool in rule.tools))
+        and (rule.tools is None or _tools_match(rule.tools, item, strict))
         and _workspace_matches(rule, item, workspace, strict)
         and (rule.paths is None or _paths_match(rule.paths, item, workspace.root, strict))
         and (rule.commands is None or _commands_match(rule, item, strict))
@@ -34,6 +34,10 @@ def matches(rule: Rule, item: Item, workspace: Workspace) -> bool:
 def inside(item: Item, workspace: Workspace) -> bool:
     """Every path the item names is in the workspace (an item naming none is inside)."""
     return not item.unplaced and all(workspace.holds(path) for path in item.paths)
+
+
+def _tools_match(patterns: tuple[str, ...], item: Item, strict: bool) -> bool:
+    return any(command_matches(pattern, name, folded=not strict) for pattern in patterns for name in item.tools)
 
 
 def _class_matches(classes: tuple[str, ...], item: Item, strict: bool) -> bool:

@@ -19,12 +19,15 @@ shield:
       hosts: ["docs.python.org", "*.readthedocs.io"]
     - name: github-mcp
       decision: allow
-      tools: ["github_*"]           # the backend's tool or permission name
+      tools: ["github_*"]           # the backend's tool name, or a kind's common name (bash, edit, ...)
   ask_timeout: 300
 ```
 
 A rule matches when every matcher it has matches (it needs at least one): `class`, `tools`, `paths`,
-`workspace` (inside | outside | any), `commands` (per part of a compound command), `hosts`. An allow rule
+`workspace` (inside | outside | any), `commands` (per part of a compound command), `hosts`. A `tools` pattern
+matches the tool's name on its backend (events.Permission) or its kind's common name, the same on every
+backend: `bash` (shell commands), `edit` (file changes), `read`, `webfetch` (see classes.COMMON_TOOL_NAMES);
+so `tools: [bash]` matches OpenCode's bash, Copilot's shell and an ACP agent's execute alike. An allow rule
 without `paths` or `workspace` allows only inside the workspace; say `workspace: outside` or `any` to allow
 more. Among all rules that
 match — the operator's, the agent's and a context's — deny beats ask beats allow; rules do not override
@@ -35,13 +38,11 @@ forms folded; any path may match). Nothing matched: the default of the request's
 """
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_core import ErrorDetails, PydanticCustomError
 
-from a2a_wrapper.config.source import read_config_file
 from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.sections import Section
 from a2a_wrapper.shield.classes import Class, Outcome
@@ -157,21 +158,6 @@ def parse_shield(data: Any, source: str) -> ShieldConfig:
     except ValidationError as exc:
         lines = [f"{source}: {_keyed(('shield', *e['loc']), describe(e))}" for e in exc.errors()]
         raise ShieldError("\n".join(lines)) from exc
-
-
-def load_operator_rules(path: Path | str) -> ShieldConfig:
-    """The operator's file: a YAML or JSON file holding only a `shield:` section, the floor for every agent."""
-    path = Path(path)
-    try:
-        data = read_config_file(path)
-    except ConfigError as exc:
-        raise ShieldError(str(exc)) from exc
-    for key in data:
-        if key != "shield":
-            raise ShieldError(f"{path}: {key}: unknown key; an operator file holds only a `shield:` section")
-    if "shield" not in data:
-        raise ShieldError(f"{path}: shield: missing; an operator file holds a `shield:` section")
-    return parse_shield(data["shield"], str(path))
 
 
 def describe(error: ErrorDetails) -> str:

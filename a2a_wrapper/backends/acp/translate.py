@@ -2,7 +2,8 @@
 
 ACP names no tool, only a ToolKind and a display title (the command, the model's intention or the tool's
 name, depending on the agent). So the kind stands for the tool: `tool` of a ToolCall or Permission is the
-kind from TOOL_KINDS, and the title is kept as display text only.
+kind from TOOL_KINDS (an MCP tool's is its title), and the title is kept as display text only; a `tools:`
+rule still matches by the kind's common name (`bash` for execute), as on the other backends.
 """
 
 import difflib
@@ -33,6 +34,7 @@ from a2a_wrapper.events import (
     Text,
     Thought,
     ToolCall,
+    ToolKind,
     ToolResult,
     Usage,
 )
@@ -42,7 +44,7 @@ _OUTPUT_SUMMARY = 2000
 # ACP ToolKind -> the tool kind shown on A2A and classed by the shield (shield/classes.py KIND_CLASSES).
 # `switch_mode` and `other` class as `other` there, which the shield denies unless a rule says otherwise:
 # a mode switch may turn the agent's own asking off. A missing or unknown kind is `other` too.
-TOOL_KINDS: dict[str, str] = {
+TOOL_KINDS: dict[str, ToolKind] = {
     "read": "read",
     "search": "search",
     "edit": "edit",
@@ -69,7 +71,7 @@ _STOPS: dict[str, tuple[Literal["completed", "failed", "canceled"], str]] = {
 Verdict = Literal["allow", "deny", "cancelled"]
 
 
-def tool_kind(acp_kind: str | None) -> str:
+def tool_kind(acp_kind: str | None) -> ToolKind:
     return TOOL_KINDS.get(acp_kind or "", "other")
 
 
@@ -78,7 +80,7 @@ class ToolState:
     """What is known of one tool call: the latest of each field any update carried."""
 
     id: str
-    kind: str = "other"
+    kind: ToolKind = "other"
     title: str = ""
     status: str = "pending"
     raw_input: dict[str, Any] = field(default_factory=dict)
@@ -133,13 +135,14 @@ def translate(update: Any, tools: ToolCache) -> list[StreamEvent]:
     """One `session/update` of a running turn; kinds without a StreamEvent give nothing."""
     kind = getattr(update, "session_update", None)
     if kind == "agent_message_chunk":
-        return [Text(update.content.text)] if isinstance(update.content, TextContentBlock) else []
+        return [Text(delta=update.content.text)] if isinstance(update.content, TextContentBlock) else []
     if kind == "agent_thought_chunk":
-        return [Thought(update.content.text)] if isinstance(update.content, TextContentBlock) else []
+        return [Thought(delta=update.content.text)] if isinstance(update.content, TextContentBlock) else []
     if kind in ("tool_call", "tool_call_update"):
         return _tool_events(update, tools.update(update))
     if isinstance(update, AgentPlanUpdate):
-        return [Plan(tuple(PlanStep(e.content, e.status, e.priority) for e in update.entries))]
+        steps = tuple(PlanStep(text=e.content, status=e.status, priority=e.priority) for e in update.entries)
+        return [Plan(steps=steps)]
     return []  # user_message_chunk (replays), commands, modes, session info, usage_update (see usage_cost)
 
 
@@ -156,13 +159,23 @@ def _tool_events(call: ToolCallStart | ToolCallProgress, state: ToolState) -> li
             return []
         state.shown = (state.status, "")
         status: Literal["completed", "failed"] = "completed" if state.status == "completed" else "failed"
-        return [ToolResult(state.id, state.kind, state.kind, status, _summary(call), _diffs(call))]
+        output, diffs = _summary(call), _diffs(call)
+        return [ToolResult(id=state.id, tool=state.kind, kind=state.kind, status=status, output=output, diffs=diffs)]
     shown = (state.status, repr(sorted(state.raw_input.items())))
     if state.shown == shown:
         return []
     state.shown = shown
-    status_now = _STATUSES.get(state.status, "pending")
-    return [ToolCall(state.id, state.kind, state.kind, status_now, state.title, state.raw_input, state.locations)]
+    return [
+        ToolCall(
+            id=state.id,
+            tool=state.kind,
+            kind=state.kind,
+            status=_STATUSES.get(state.status, "pending"),
+            title=state.title,
+            arguments=state.raw_input,
+            locations=state.locations,
+        )
+    ]
 
 
 def _summary(call: ToolCallStart | ToolCallProgress) -> str:
@@ -177,7 +190,7 @@ def _summary(call: ToolCallStart | ToolCallProgress) -> str:
 
 def _diffs(call: ToolCallStart | ToolCallProgress) -> tuple[FileDiff, ...]:
     return tuple(
-        FileDiff(item.path, unified_diff(item.path, item.old_text, item.new_text))
+        FileDiff(path=item.path, diff=unified_diff(item.path, item.old_text, item.new_text))
         for item in call.content or ()
         if isinstance(item, FileEditToolCallContent)
     )
@@ -210,13 +223,13 @@ def permission(permission_id: str, call: ToolState, options: list[PermissionOpti
         "options": [{"optionId": o.option_id, "kind": o.kind, "name": o.name} for o in options],
     }
     return Permission(
-        permission_id,
-        call.kind,
-        call.title if call.kind == "mcp" else call.kind,  # an MCP tool's name, for `tools:` rules
-        paths,
-        command if call.kind == "execute" else None,
-        url if call.kind == "fetch" else None,
-        described,
+        id=permission_id,
+        kind=call.kind,
+        tool=call.title if call.kind == "mcp" else call.kind,  # an MCP tool's name, for `tools:` rules
+        paths=paths,
+        command=command if call.kind == "execute" else None,
+        url=url if call.kind == "fetch" else None,
+        raw=described,
     )
 
 
@@ -237,7 +250,14 @@ def ending(response: PromptResponse, cost: float) -> list[StreamEvent]:
     events: list[StreamEvent] = []
     if response.usage is not None:
         usage = response.usage
-        events.append(Usage(usage.input_tokens, usage.output_tokens, usage.thought_tokens or 0, cost))
+        events.append(
+            Usage(
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                reasoning_tokens=usage.thought_tokens or 0,
+                cost=cost,
+            )
+        )
     events.append(done(response.stop_reason))
     return events
 
@@ -246,4 +266,4 @@ def done(stop_reason: StopReason | str) -> Done:
     outcome, sentence = _STOPS.get(
         stop_reason, ("failed", f"The agent stopped for a reason ACP does not know: {stop_reason}.")
     )
-    return Done(outcome, sentence)
+    return Done(outcome=outcome, sentence=sentence)

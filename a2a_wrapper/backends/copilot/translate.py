@@ -15,6 +15,7 @@ from a2a_wrapper.events import (
     Text,
     Thought,
     ToolCall,
+    ToolKind,
     ToolResult,
     Usage,
 )
@@ -22,9 +23,9 @@ from a2a_wrapper.events import (
 _OUTPUT_SUMMARY = 2000
 
 # Copilot permission kind -> the kind the shield classes (shield/classes.py KIND_CLASSES). The one table:
-# any other Copilot kind (memory, custom-tool, hook, workflow, extension-*) keeps its own name, which the
-# shield does not know, so it is denied unless a rule says otherwise.
-PERMISSION_KINDS = {
+# any other Copilot kind (memory, custom-tool, hook, workflow, extension-*) is `other`, denied unless a rule
+# says otherwise; its name stays the event's `tool` when no tool name comes with it.
+PERMISSION_KINDS: dict[str, ToolKind] = {
     "shell": "execute",
     "write": "write",
     "read": "read",
@@ -33,7 +34,7 @@ PERMISSION_KINDS = {
 }
 
 # Copilot tool name -> the tool kind shown on A2A (display only: the permission request is what is decided).
-TOOL_KINDS = {
+TOOL_KINDS: dict[str, ToolKind] = {
     "bash": "execute",
     "read_bash": "execute",
     "write_bash": "execute",
@@ -55,8 +56,8 @@ TOOL_KINDS = {
 }
 
 
-def permission_kind(copilot_kind: str) -> str:
-    return PERMISSION_KINDS.get(copilot_kind, copilot_kind)
+def permission_kind(copilot_kind: str) -> ToolKind:
+    return PERMISSION_KINDS.get(copilot_kind, "other")
 
 
 # Tools of the bash family that only read, list or stop shells an earlier (decided) bash call started: at the
@@ -76,7 +77,7 @@ _HOOK_PERMISSIONS = {
 }
 
 
-def tool_kind(tool: str) -> str:
+def tool_kind(tool: str) -> ToolKind:
     return TOOL_KINDS.get(tool, "other")
 
 
@@ -113,7 +114,7 @@ class Translator:
             return []  # a subagent's words are not the answer
         message = str(data.get("messageId", ""))
         self._emitted[message] = self._emitted.get(message, "") + delta
-        return [Text(delta)]
+        return [Text(delta=delta)]
 
     def _on_assistant_message(self, data: dict[str, Any]) -> list[StreamEvent]:
         """The final message is authoritative: emit whatever deltas never arrived."""
@@ -123,12 +124,12 @@ class Translator:
         emitted = self._emitted.get(message, "")
         if final.startswith(emitted) and len(final) > len(emitted):
             self._emitted[message] = final
-            return [Text(final[len(emitted) :])]
+            return [Text(delta=final[len(emitted) :])]
         return []
 
     def _on_assistant_reasoning_delta(self, data: dict[str, Any]) -> list[StreamEvent]:
         delta = data.get("deltaContent")
-        return [Thought(delta)] if isinstance(delta, str) and delta else []
+        return [Thought(delta=delta)] if isinstance(delta, str) and delta else []
 
     def _on_assistant_usage(self, data: dict[str, Any]) -> list[StreamEvent]:
         return [
@@ -147,23 +148,30 @@ class Translator:
         arguments = data.get("arguments") if isinstance(data.get("arguments"), dict) else {}
         assert isinstance(arguments, dict)
         self._tools[call_id] = (tool, arguments)
-        locations = tuple(str(arguments[key]) for key in ("path",) if arguments.get(key))
-        title = str(data.get("toolTitle") or tool)
-        return [ToolCall(call_id, tool, tool_kind(tool), "running", title, arguments, locations)]
+        call = ToolCall(
+            id=call_id,
+            tool=tool,
+            kind=tool_kind(tool),
+            status="running",
+            title=str(data.get("toolTitle") or tool),
+            arguments=arguments,
+            locations=tuple(str(arguments[key]) for key in ("path",) if arguments.get(key)),
+        )
+        return [call]
 
     def _on_tool_execution_complete(self, data: dict[str, Any]) -> list[StreamEvent]:
         call_id = str(data.get("toolCallId", ""))
         tool, arguments = self._tools.get(call_id, ("unknown", {}))
-        result = data.get("result") or {}
+        result, kind = data.get("result") or {}, tool_kind(tool)
         if not data.get("success"):
             error = data.get("error") or {}
             output = str(error.get("message") or result.get("content") or "the tool failed")
-            return [ToolResult(call_id, tool, tool_kind(tool), "failed", output[:_OUTPUT_SUMMARY])]
+            return [ToolResult(id=call_id, tool=tool, kind=kind, status="failed", output=output[:_OUTPUT_SUMMARY])]
         output = str(result.get("content") or "")[:_OUTPUT_SUMMARY]
         diffs: tuple[FileDiff, ...] = ()
-        if tool_kind(tool) == "edit":  # a view's detail is also written as a diff
+        if kind == "edit":  # a view's detail is also written as a diff
             diffs = file_diffs(data.get("fileEdits") or [], arguments, str(result.get("detailedContent") or ""))
-        return [ToolResult(call_id, tool, tool_kind(tool), "completed", output, diffs)]
+        return [ToolResult(id=call_id, tool=tool, kind=kind, status="completed", output=output, diffs=diffs)]
 
     # requests
 
@@ -186,7 +194,8 @@ class Translator:
         elif copilot_kind == "mcp":
             tool = f"{request.get('serverName', '')}/{request.get('toolName', '')}"
         name = tool or str(request.get("toolName") or copilot_kind)
-        return Permission(permission_id, permission_kind(copilot_kind), name, paths, command, url, request)
+        kind = permission_kind(copilot_kind)
+        return Permission(id=permission_id, kind=kind, tool=name, paths=paths, command=command, url=url, raw=request)
 
     def started(self, call_id: str) -> tuple[str, dict[str, Any]] | None:
         """The tool and arguments of a call the CLI announced (`tool.execution_start`)."""
@@ -198,9 +207,10 @@ class Translator:
         command = str(args.get(_COMMAND_ARGUMENTS[tool]) or "") if tool in _COMMAND_ARGUMENTS else None
         url = str(args["url"]) if tool == "web_fetch" and args.get("url") else None
         paths = (str(args["path"]),) if args.get("path") else ()
-        return Permission(permission_id, self._hook_kind(tool), tool, paths, command, url, {"toolArgs": args})
+        kind, raw = self._hook_kind(tool), {"toolArgs": args}
+        return Permission(id=permission_id, kind=kind, tool=tool, paths=paths, command=command, url=url, raw=raw)
 
-    def _hook_kind(self, tool: str) -> str:
+    def _hook_kind(self, tool: str) -> ToolKind:
         if tool.startswith(self._mcp_prefixes):
             return "mcp"
         if tool in _HOOK_PERMISSIONS:
@@ -218,10 +228,10 @@ class Translator:
 
     def done(self, aborted: bool = False) -> Done:
         if aborted or self._aborted:
-            return Done("canceled", "The turn was aborted.")
+            return Done(outcome="canceled", sentence="The turn was aborted.")
         if self._error is not None:
-            return Done("failed", f"Copilot reported an error: {self._error}")
-        return Done("completed")
+            return Done(outcome="failed", sentence=f"Copilot reported an error: {self._error}")
+        return Done(outcome="completed")
 
 
 def file_diffs(edits: list[dict[str, Any]], arguments: dict[str, Any], detail: str) -> tuple[FileDiff, ...]:
@@ -233,7 +243,8 @@ def file_diffs(edits: list[dict[str, Any]], arguments: dict[str, Any], detail: s
         return ()
     blocks = ["diff --git" + block for block in detail.split("diff --git")[1:]]
     if len(blocks) == len(paths):
-        return tuple(FileDiff(path, block.strip("\n") + "\n") for path, block in zip(paths, blocks, strict=True))
+        pairs = zip(paths, blocks, strict=True)
+        return tuple(FileDiff(path=path, diff=block.strip("\n") + "\n") for path, block in pairs)
     if len(paths) == 1:
-        return (FileDiff(paths[0], detail.strip("\n") + "\n"),)
+        return (FileDiff(path=paths[0], diff=detail.strip("\n") + "\n"),)
     return ()

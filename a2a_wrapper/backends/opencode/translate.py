@@ -16,6 +16,7 @@ from a2a_wrapper.events import (
     Text,
     Thought,
     ToolCall,
+    ToolKind,
     ToolResult,
     Usage,
 )
@@ -23,7 +24,7 @@ from a2a_wrapper.events import (
 _OUTPUT_SUMMARY = 2000
 
 # OpenCode tool or permission name -> the tool kind shown on A2A (and classed by the shield). Unknown: "other".
-TOOL_KINDS = {
+TOOL_KINDS: dict[str, ToolKind] = {
     "bash": "execute",
     "edit": "edit",
     "write": "edit",
@@ -51,7 +52,7 @@ _PERMISSION_NAMES = {"write": "edit", "patch": "edit", "apply_patch": "edit", "m
 _PATH_ARGUMENTS = ("filePath", "path")
 
 
-def tool_kind(tool: str) -> str:
+def tool_kind(tool: str) -> ToolKind:
     return TOOL_KINDS.get(tool, "other")
 
 
@@ -67,7 +68,7 @@ class Translator:
         self._error: tuple[str, str] | None = None  # (error name, sentence)
         self._prompt_id: str | None = None  # the user message this turn sent
 
-    def _kind(self, tool: str) -> str:
+    def _kind(self, tool: str) -> ToolKind:
         return "mcp" if tool.startswith(self._mcp_prefixes) else tool_kind(tool)
 
     @property
@@ -140,9 +141,9 @@ class Translator:
         kind = self._parts[part_id]["type"]
         if kind == "text":
             self._emitted[part_id] = self._emitted.get(part_id, "") + delta
-            return [Text(delta)]
+            return [Text(delta=delta)]
         if kind == "reasoning":
-            return [Thought(delta)]
+            return [Thought(delta=delta)]
         return []
 
     def _complete(self, part_id: str, kind: str, final: str) -> list[StreamEvent]:
@@ -152,7 +153,7 @@ class Translator:
         emitted = self._emitted.get(part_id, "")
         if final.startswith(emitted) and len(final) > len(emitted):
             self._emitted[part_id] = final
-            return [Text(final[len(emitted) :])]
+            return [Text(delta=final[len(emitted) :])]
         return []
 
     def _release_held(self) -> list[StreamEvent]:
@@ -177,21 +178,27 @@ class Translator:
         if self._tool_status.get(call_id) == status:
             return []
         self._tool_status[call_id] = status
-        tool = part.get("tool", "unknown")
         arguments = state.get("input") or {}
         if arguments.get("workdir"):
             self._workdirs[call_id] = str(arguments["workdir"])
         if status == "pending" and not arguments:
             return []  # announced before its arguments; the `running` update follows
+        return [self._tool_event(call_id, part.get("tool", "unknown"), state, arguments)]
+
+    def _tool_event(self, call_id: str, tool: str, state: dict[str, Any], arguments: dict[str, Any]) -> StreamEvent:
+        kind, status = self._kind(tool), state.get("status", "pending")
         if status in ("pending", "running"):
-            locations = tuple(str(v) for k, v in arguments.items() if k in ("filePath", "path") and v)
-            return [ToolCall(call_id, tool, self._kind(tool), status, state.get("title") or tool, arguments, locations)]
-        metadata = state.get("metadata") or {}
+            locations = tuple(str(v) for k, v in arguments.items() if k in _PATH_ARGUMENTS and v)
+            title = state.get("title") or tool
+            return ToolCall(
+                id=call_id, tool=tool, kind=kind, status=status, title=title, arguments=arguments, locations=locations
+            )
         if status == "completed":
             output = str(state.get("output") or "")[:_OUTPUT_SUMMARY]
-            return [ToolResult(call_id, tool, self._kind(tool), "completed", output, _diffs(arguments, metadata))]
+            diffs = _diffs(arguments, state.get("metadata") or {})
+            return ToolResult(id=call_id, tool=tool, kind=kind, status="completed", output=output, diffs=diffs)
         error = str(state.get("error") or "")[:_OUTPUT_SUMMARY]
-        return [ToolResult(call_id, tool, self._kind(tool), "failed", error)]
+        return ToolResult(id=call_id, tool=tool, kind=kind, status="failed", output=error)
 
     def _child_part(self, props: dict[str, Any]) -> list[StreamEvent]:
         part = props.get("part") or {}
@@ -212,7 +219,18 @@ class Translator:
                 paths = (str(metadata["filepath"]),)
         call_id = (props.get("tool") or {}).get("callID") or ""
         workdir = (metadata.get("workdir") or self._workdirs.get(call_id)) if kind == "bash" else None
-        return [Permission(props["id"], self._kind(kind), kind, paths, command, url, props, workdir)]
+        return [
+            Permission(
+                id=props["id"],
+                kind=self._kind(kind),
+                tool=kind,
+                paths=paths,
+                command=command,
+                url=url,
+                raw=props,
+                workdir=workdir,
+            )
+        ]
 
     def hook_call(self, props: dict[str, Any]) -> Permission:
         """A call the tool hook holds before it runs (`{id, tool, sessionID, callID, args}`), as the shield sees it."""
@@ -225,13 +243,22 @@ class Translator:
         workdir = str(arguments["workdir"]) if shell and arguments.get("workdir") else None
         url = str(arguments["url"]) if tool == "webfetch" and arguments.get("url") else None
         paths = tuple(str(arguments[key]) for key in _PATH_ARGUMENTS if arguments.get(key))
-        return Permission(str(props["id"]), self._kind(name), name, paths, command, url, props, workdir)
+        return Permission(
+            id=str(props["id"]),
+            kind=self._kind(name),
+            tool=name,
+            paths=paths,
+            command=command,
+            url=url,
+            raw=props,
+            workdir=workdir,
+        )
 
     def _on_question_asked(self, props: dict[str, Any]) -> list[StreamEvent]:
         questions = props.get("questions") or []
         text = "\n".join(str(q.get("question", "")) for q in questions)
         options = tuple(str(o.get("label")) for q in questions for o in q.get("options") or ())
-        return [Question(props["id"], text, options)]
+        return [Question(id=props["id"], text=text, options=options)]
 
     # the end
 
@@ -246,11 +273,11 @@ class Translator:
 
     def done(self) -> Done:
         if self._error is None:
-            return Done("completed")
+            return Done(outcome="completed")
         name, sentence = self._error
         if name == "MessageAbortedError":
-            return Done("canceled", "The turn was aborted.")
-        return Done("failed", f"OpenCode reported {name}: {sentence}")
+            return Done(outcome="canceled", sentence="The turn was aborted.")
+        return Done(outcome="failed", sentence=f"OpenCode reported {name}: {sentence}")
 
 
 def _usage(part: dict[str, Any]) -> Usage:
@@ -269,4 +296,4 @@ def _diffs(arguments: dict[str, Any], metadata: dict[str, Any]) -> tuple[FileDif
     path = arguments.get("filePath") or arguments.get("path")
     if not diff or not path:
         return ()
-    return (FileDiff(str(path), str(diff)),)
+    return (FileDiff(path=str(path), diff=str(diff)),)
