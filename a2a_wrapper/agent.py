@@ -23,6 +23,8 @@ from a2a_wrapper.frontend.app import build_app
 from a2a_wrapper.frontend.card import CARD_PATH, build_card
 from a2a_wrapper.frontend.executor import TurnExecutor
 from a2a_wrapper.frontend.metrics import AgentMetrics
+from a2a_wrapper.frontend.turns import ContextLocks, Turns
+from a2a_wrapper.permissions.gate import PermissionGate
 from a2a_wrapper.permissions.policy import Policy, build_policy
 from a2a_wrapper.sandbox import Sandbox, describe_runtime
 from a2a_wrapper.shield.decision import PermissionPolicy
@@ -71,7 +73,8 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         stack.push_async_callback(task_store.close)
         writer = asyncio.create_task(task_store.run(), name="task-writer")
         stack.push_async_callback(cancel_and_wait, writer)
-        sessions = SessionMap(engine, backend, settings.sessions)
+        locks = ContextLocks()
+        sessions = SessionMap(engine, backend, settings.sessions, busy=locks.busy)
         await sessions.initialize()
         rejected = await backend.reject_pending(await sessions.known_sessions(), INTERRUPTED)
         if rejected:
@@ -81,22 +84,13 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         stack.push_async_callback(cancel_and_wait, expiry)
         context_rules = ContextRules(engine)
         await context_rules.initialize()
-        executor = TurnExecutor(
-            backend,
-            sessions,
-            policy,
-            audit,
-            context_rules,
-            settings.guard,
-            settings.card.name,
-            settings.timeouts.turn,
-            metrics=metrics,
-        )
-        metrics.watch(backend, sessions, executor.waiting)
-        stack.push_async_callback(executor.shutdown)
+        gate = PermissionGate(policy, context_rules, audit, metrics.decided, settings.card.name)
+        turns = Turns(backend, sessions, gate, locks, settings.timeouts.turn)
+        metrics.watch(backend, sessions, turns.waiting)
+        stack.push_async_callback(turns.shutdown)
         app = build_app(
             build_card(settings),
-            executor,
+            TurnExecutor(turns, settings.guard, metrics),
             task_store,
             backend,
             settings.server.max_body_bytes,

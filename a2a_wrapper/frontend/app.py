@@ -42,7 +42,6 @@ def build_app(
     if bool(card.security_requirements) != bool(callers):  # fail closed: never open while the card asks for a key
         raise ConfigError("auth: the card and the front end disagree on callers (build both from the same settings)")
     handler = DefaultRequestHandler(agent_executor=executor, task_store=task_store, agent_card=card)
-    executor.bind_handler(handler)
     context_builder = CallContextBuilder()
 
     async def health(request: Request) -> JSONResponse:

@@ -78,10 +78,10 @@ class AgentMetrics:
     def first_text(self, running: float) -> None:
         self._first_text.observe(running)
 
-    def decided(self, cls: str, outcome: str, who: str) -> None:
-        """`who` is "rules", "deadline", or a person (any other name: it is not kept)."""
-        decided_by: DecidedBy = "rules" if who == "rules" else "deadline" if who == "deadline" else "person"
-        self._decisions.labels(cls, outcome, decided_by).inc()
+    def decided(self, cls: str, outcome: str, decided_by: str) -> None:
+        """`decided_by` is "rules", "deadline", or a person (any other name: it is not kept)."""
+        label: DecidedBy = "rules" if decided_by == "rules" else "deadline" if decided_by == "deadline" else "person"
+        self._decisions.labels(cls, outcome, label).inc()
 
     def egress(self, outcome: str) -> None:
         self._egress.labels(outcome).inc()

@@ -1,8 +1,10 @@
-"""(caller, contextId) → backend session, kept in the agent's SQLite file; one turn at a time per context."""
+"""(caller, contextId) → backend session, kept in the agent's SQLite file: resumed, recreated, expired, and when
+last used. Which contexts have a turn running is the front end's (`busy`); expiry leaves those alone."""
 
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy import text
@@ -71,12 +73,13 @@ class ContextSession:
 
 
 class SessionMap:
-    def __init__(self, engine: AsyncEngine, backend: Backend, settings: SessionSettings) -> None:
+    def __init__(
+        self, engine: AsyncEngine, backend: Backend, settings: SessionSettings, busy: Callable[[ContextKey], bool]
+    ) -> None:
         self._engine = engine
         self._backend = backend
         self._settings = settings
-        self._locks: dict[ContextKey, asyncio.Lock] = {}
-        self._waiters: dict[ContextKey, int] = {}
+        self._busy = busy  # whether a context has a turn running (or paused): its session is never ended then
         self._known: dict[ContextKey, str] = {}  # context -> session id, as in the database
         self._verified: set[str] = set()  # session ids the backend confirmed in this process
         self._last_used: dict[ContextKey, float] = {}  # not yet written
@@ -86,29 +89,6 @@ class SessionMap:
         async with self._engine.begin() as db:
             await migrate_to_callers(db, "context_sessions", _SCHEMA)
             await db.execute(text(_SCHEMA))
-
-    async def acquire(self, key: ContextKey) -> None:
-        """Serialises turns of one context: a second message waits until the running turn calls `release`
-        (which may be in a later request, when the turn paused for a person)."""
-        lock = self._locks.setdefault(key, asyncio.Lock())
-        self._waiters[key] = self._waiters.get(key, 0) + 1
-        try:
-            await lock.acquire()
-        except BaseException:
-            self._leave(key)
-            raise
-
-    def release(self, key: ContextKey) -> None:
-        self._locks[key].release()
-        self._leave(key)
-
-    def _leave(self, key: ContextKey) -> None:
-        self._waiters[key] -= 1
-        if not self._waiters[key]:
-            del self._waiters[key], self._locks[key]
-
-    def busy(self, key: ContextKey) -> bool:
-        return key in self._locks
 
     async def session_for(self, key: ContextKey) -> ContextSession:
         """The context's backend session: resumed, recreated if the backend lost it, or new.
@@ -203,7 +183,7 @@ class SessionMap:
             rows = [(ContextKey(r[0], r[1]), str(r[2])) for r in await db.execute(text(query), params)]
         ended = 0
         for key, session_id in rows:
-            if self.busy(key):
+            if self._busy(key):
                 continue  # never end a session mid-turn
             try:
                 await self._backend.close_session(session_id)

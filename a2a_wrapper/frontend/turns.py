@@ -1,0 +1,354 @@
+"""Live turns: a backend turn and its A2A side, alive across the requests of one task.
+
+One turn at a time per caller's context (`ContextLocks`): a second message waits until the running turn ends,
+which may be in a later request when the turn paused for a person. A turn runs within its budget (time waiting
+for a person does not count), and a session the backend lost is reopened once. A pause for a person ends the
+request in `input-required`; the next message on the task resumes the turn, or, with no answer in time, the
+deadline does, acting on the live turn itself. Shutdown aborts every live turn.
+"""
+
+import asyncio
+import logging
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable
+from dataclasses import dataclass, field
+
+from a2a.server.tasks import TaskUpdater
+from a2a.types import Message
+
+from a2a_wrapper.backends.base import Backend, Prompt, Turn, events_of
+from a2a_wrapper.errors import BackendError, SessionGone
+from a2a_wrapper.events import Done, Permission, Plan, Question, StreamEvent, Text, Thought, ToolCall, ToolResult, Usage
+from a2a_wrapper.frontend.reporter import TaskReporter
+from a2a_wrapper.permissions.approvals import Answer, NotAnAnswer, Pending, read_answer
+from a2a_wrapper.permissions.gate import PermissionGate
+from a2a_wrapper.shield.decision import Decision
+from a2a_wrapper.state.sessions import ContextKey, SessionMap
+
+log = logging.getLogger(__name__)
+
+SHUTTING_DOWN = "The agent shut down while this turn was running; the turn was aborted. Send the message again."
+CANCELED = "The task was canceled by the caller."
+UNFINISHED = "The backend ended the turn without saying it was done."
+
+
+@dataclass(frozen=True, slots=True)
+class TurnScope:
+    context_id: str
+    task_id: str
+    caller: str  # the authenticated A2A caller; "" without auth
+
+    @property
+    def key(self) -> ContextKey:
+        """The context's session, lock and rules are the caller's own: another caller's contextId reaches none."""
+        return ContextKey(self.caller, self.context_id)
+
+
+@dataclass(eq=False)
+class LiveTurn:
+    """A backend turn and its A2A side, alive across the requests of one task (a `GatedTurn` for the gate)."""
+
+    turn: Turn
+    events: AsyncIterator[tuple[StreamEvent, bool]]  # each event, and whether more of its batch follow
+    reporter: TaskReporter
+    scope: TurnScope
+    prompt: Prompt
+    budget: float  # seconds of running time left (time waiting for a person does not count)
+    reopened: bool = False  # the backend had lost the session once already
+    canceled: bool = False  # the caller canceled the task: nothing more is reported
+    pending: Pending | None = None
+    deadline: asyncio.Task[None] | None = field(default=None, repr=False)  # waits for, then drives, the answer
+    steps: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)  # one request, or the deadline, drives it
+
+    @property
+    def key(self) -> ContextKey:
+        return self.scope.key
+
+    @property
+    def task_id(self) -> str:
+        return self.scope.task_id
+
+    async def reply(self, request: Permission, decision: Decision) -> None:
+        await self.turn.reply(request.id, "allow" if decision.outcome == "allow" else "deny", decision.reason)
+        await self.reporter.permission(request, decision)
+
+    async def answer(self, question: Question, text: str) -> None:
+        await self.turn.answer(question.id, text)
+
+
+class ContextLocks:
+    """Serialises turns of one context: a second message waits until the running turn calls `release`
+    (which may be in a later request, when the turn paused for a person)."""
+
+    def __init__(self) -> None:
+        self._locks: dict[ContextKey, asyncio.Lock] = {}
+        self._waiters: dict[ContextKey, int] = {}
+
+    async def acquire(self, key: ContextKey) -> None:
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        self._waiters[key] = self._waiters.get(key, 0) + 1
+        try:
+            await lock.acquire()
+        except BaseException:
+            self._leave(key)
+            raise
+
+    def release(self, key: ContextKey) -> None:
+        self._locks[key].release()
+        self._leave(key)
+
+    def _leave(self, key: ContextKey) -> None:
+        self._waiters[key] -= 1
+        if not self._waiters[key]:
+            del self._waiters[key], self._locks[key]
+
+    def busy(self, key: ContextKey) -> bool:
+        return key in self._locks
+
+
+class Turns:
+    """The agent's live turns, by task id: started, driven, paused, resumed, canceled and shut down."""
+
+    def __init__(
+        self, backend: Backend, sessions: SessionMap, gate: PermissionGate, locks: ContextLocks, turn_timeout: float
+    ) -> None:
+        self._backend = backend
+        self._sessions = sessions
+        self._gate = gate
+        self._locks = locks
+        self._turn_timeout = turn_timeout
+        self._live: dict[str, LiveTurn] = {}
+        self._drained = asyncio.Event()
+        self._drained.set()
+        self._closing = False
+
+    def live(self, task_id: str) -> LiveTurn | None:
+        return self._live.get(task_id)
+
+    def waiting(self) -> dict[str, int]:
+        """Turns paused for a person, by what they wait for: an approval or an answer to a question."""
+        paused = [live.pending.request for live in self._live.values() if live.pending is not None]
+        return dict(Counter("question" if isinstance(r, Question) else "approval" for r in paused))
+
+    async def run(self, scope: TurnScope, prompt: Prompt, reporter: TaskReporter) -> None:
+        """A new turn, once the context's running one has ended: driven until it ends or pauses for a person."""
+        await self._locks.acquire(scope.key)
+        try:
+            live = await self._start(scope, prompt, reporter)
+        except BaseException:
+            self._locks.release(scope.key)
+            raise
+        if live is not None:
+            async with live.steps:
+                await self._advance(live)
+
+    async def resume(self, live: LiveTurn, message: Message, updater: TaskUpdater) -> None:
+        """The next message on a paused turn's task: an answer resumes the turn; anything else asks again."""
+        async with live.steps:  # the deadline may be driving it: this message meets what it left
+            pending = live.pending
+            if pending is None:
+                return  # the deadline answered, and the turn has ended since
+            live.reporter.rebind(updater)
+            answer = read_answer(message, pending)
+            if isinstance(answer, NotAnAnswer):
+                await live.reporter.ask(pending, note=answer.sentence)
+                return
+            await self._resolve(live, pending, answer)
+
+    async def cancel(self, task_id: str) -> None:
+        """A paused turn is rejected and aborted; a running one is aborted when its request is cancelled (by
+        a2a-sdk, next) or, while the deadline drives it, here. Nothing more of it is reported."""
+        live = self._live.get(task_id)
+        if live is None:
+            return
+        if live.pending is not None:
+            self._end(live)
+            await _reject(live, CANCELED)
+            await _abort(live.turn)
+        else:
+            live.canceled = True
+            if live.deadline is not None:
+                live.deadline.cancel()
+        live.reporter.clock.end("canceled")
+
+    async def shutdown(self, grace: float = 10.0) -> None:
+        """Abort live turns; running ones end `failed` with a sentence. Waits for them at most `grace` s."""
+        self._closing = True
+        waiting = [live for live in self._live.values() if live.pending is not None]
+        for live in waiting:  # no request attached: the next start marks the task failed
+            self._end(live)
+            await _reject(live, SHUTTING_DOWN)
+        await asyncio.gather(*(_abort(live.turn) for live in [*self._live.values(), *waiting]))
+        try:
+            async with asyncio.timeout(grace):
+                await self._drained.wait()
+        except TimeoutError:
+            log.warning("%d turn(s) still running after %.0f s of shutdown", len(self._live), grace)
+
+    async def _start(self, scope: TurnScope, prompt: Prompt, reporter: TaskReporter) -> LiveTurn | None:
+        """Opens the context's session and prepares the turn (the prompt goes out on its first step)."""
+        try:
+            opened = await self._sessions.session_for(scope.key)
+        except BackendError as exc:
+            await reporter.finish(Done(outcome="failed", sentence=f"The backend could not run the turn: {exc}"))
+            self._locks.release(scope.key)
+            return None
+        reporter.metadata.update({"session": opened.session.id, "sessionRecreated": opened.recreated})
+        await reporter.working()
+        turn = self._backend.turn(opened.session, prompt)
+        live = LiveTurn(turn, events_of(turn), reporter, scope, prompt, self._turn_timeout)
+        self._live[scope.task_id] = live
+        self._drained.clear()
+        return live
+
+    async def _advance(self, live: LiveTurn) -> None:
+        """Drives the turn until it ends or pauses for a person; an ended turn lets its context go."""
+        try:
+            try:
+                ended = await self._follow(live)
+            except SessionGone:  # raised before anything was sent: a new session, once
+                if live.reopened:
+                    raise
+                await self._reopen(live)
+                ended = await self._follow(live)
+        except BackendError as exc:
+            self._end(live)
+            await live.reporter.finish(Done(outcome="failed", sentence=f"The backend could not run the turn: {exc}"))
+            return
+        except BaseException:
+            self._end(live)
+            raise
+        if ended:
+            self._end(live)
+
+    async def _reopen(self, live: LiveTurn) -> None:
+        log.info("the session of context %s is gone from the backend; opening another", live.scope.context_id)
+        self._sessions.forget(live.key)
+        opened = await self._sessions.session_for(live.key)
+        live.reporter.metadata.update({"session": opened.session.id, "sessionRecreated": opened.recreated})
+        live.turn = self._backend.turn(opened.session, live.prompt)
+        live.events = events_of(live.turn)
+        live.reopened = True
+
+    async def _follow(self, live: LiveTurn) -> bool:
+        """True when the turn ended, False when it paused for a person."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        try:
+            async with asyncio.timeout(live.budget):
+                async for event, more_ready in live.events:
+                    if isinstance(event, Done):
+                        if not live.canceled:
+                            await live.reporter.finish(self._ending(event))
+                        return True
+                    if await self._handle(event, live, more_ready):
+                        return False
+            await live.reporter.finish(Done(outcome="failed", sentence=UNFINISHED))
+        except TimeoutError:
+            await _abort(live.turn)
+            limit = f"The turn ran past its {self._turn_timeout:g} s limit and was aborted."
+            await live.reporter.finish(Done(outcome="failed", sentence=limit))
+        except asyncio.CancelledError:
+            await asyncio.shield(_abort(live.turn))
+            raise
+        finally:
+            live.budget -= loop.time() - started
+        return True
+
+    def _ending(self, done: Done) -> Done:
+        """A turn that ends while the agent shuts down was aborted by it, whatever the backend says."""
+        return Done(outcome="failed", sentence=SHUTTING_DOWN) if self._closing else done
+
+    async def _handle(self, event: StreamEvent, live: LiveTurn, more_ready: bool) -> bool:
+        """Reports one event; True when the turn now waits for a person."""
+        reporter = live.reporter
+        match event:
+            case Text():
+                await reporter.text(event, more_ready=more_ready)
+            case Thought():
+                reporter.thought(event)
+            case Usage():
+                reporter.usage(event)
+            case ToolCall():
+                await reporter.tool_call(event)
+            case ToolResult():
+                await reporter.tool_result(event)
+            case Plan():
+                await reporter.plan(event)
+            case Permission():
+                pending = await self._gate.check(live, event)
+                if pending is not None:
+                    await self._pause(live, pending)
+                    return True
+            case Question():
+                await self._pause(live, self._gate.question(event))
+                return True
+        return False
+
+    async def _pause(self, live: LiveTurn, pending: Pending) -> None:
+        live.pending = pending
+        await live.reporter.ask(pending)
+        live.deadline = asyncio.create_task(self._expire(live, pending), name=f"deadline-{pending.id}")
+
+    async def _expire(self, live: LiveTurn, pending: Pending) -> None:
+        """No answer by the deadline: the gate resolves the request on the live turn, which goes on."""
+        await asyncio.sleep(max(0.0, pending.expires_at - time.time()))
+        async with live.steps:
+            if live.pending is not pending:
+                return  # answered meanwhile
+            live.reporter.clock.resume()
+            try:
+                await self._resolve(live, pending, None)
+            except Exception:  # a boundary: the turn must not be left waiting because this failed
+                log.exception("the deadline's answer for task %s failed; aborting the turn", live.task_id)
+                self._end(live)
+                await _abort(live.turn)
+
+    async def _resolve(self, live: LiveTurn, pending: Pending, answer: Answer | None) -> None:
+        """The person's answer (None: the deadline's) goes to the turn through the gate, and the turn goes on."""
+        live.pending = None
+        _stop_deadline(live)
+        await live.reporter.working()
+        try:
+            await (self._gate.expire(live, pending) if answer is None else self._gate.answer(live, pending, answer))
+        except BaseException:
+            self._end(live)
+            raise
+        await self._advance(live)
+
+    def _end(self, live: LiveTurn) -> None:
+        """The turn is over for this task (ended, canceled, or abandoned): its context is free again."""
+        if self._live.get(live.task_id) is not live:
+            return
+        del self._live[live.task_id]
+        _stop_deadline(live)
+        self._locks.release(live.key)
+        if not self._live:
+            self._drained.set()
+
+
+def _stop_deadline(live: LiveTurn) -> None:
+    """Cancels the turn's deadline, unless it is the deadline that now drives the turn."""
+    deadline = live.deadline
+    if deadline is not None and deadline is not asyncio.current_task():
+        deadline.cancel()
+        live.deadline = None
+
+
+async def _reject(live: LiveTurn, sentence: str) -> None:
+    """The backend request a paused turn waits on gets a no (fail closed)."""
+    pending = live.pending
+    if pending is not None and isinstance(pending.request, Permission):
+        await _quietly(live.turn.reply(pending.request.id, "deny", sentence))
+
+
+async def _abort(turn: Turn) -> None:
+    await _quietly(turn.abort())
+
+
+async def _quietly(action: Awaitable[None]) -> None:
+    try:
+        await action
+    except BackendError as exc:
+        log.warning("backend call failed: %s", exc)

@@ -1,0 +1,339 @@
+"""The turn machinery driven through a2a-sdk's own request handler, with a small hand-written backend.
+
+`FakeBackend` implements the Backend and Turn contracts with scripted turns (the prompt names the script), so
+the paths that otherwise need a real agent and a model run in a second: a pause for a person and its answer,
+the deadline, a second message waiting for its context, a lost session reopened, cancel and shutdown.
+"""
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+from a2a.helpers import new_text_part
+from a2a.server.context import ServerCallContext
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.tasks import InMemoryTaskStore
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    Message,
+    Role,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    Task,
+    TaskState,
+)
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from a2a_wrapper.backends.base import Batch, Prompt, Session
+from a2a_wrapper.config.backends import OpenCodeSettings
+from a2a_wrapper.config.settings import AgentSettings, CardSettings, SessionSettings
+from a2a_wrapper.errors import SessionGone
+from a2a_wrapper.events import Done, Permission, Question, Text
+from a2a_wrapper.frontend.card import build_card
+from a2a_wrapper.frontend.executor import TurnExecutor
+from a2a_wrapper.frontend.metrics import AgentMetrics
+from a2a_wrapper.frontend.turns import SHUTTING_DOWN, ContextLocks, Turns
+from a2a_wrapper.guard import GuardSettings
+from a2a_wrapper.permissions.gate import EXPIRED, PERSON_DENIED, PermissionGate
+from a2a_wrapper.permissions.policy import Policy
+from a2a_wrapper.shield import Shield, ShieldConfig
+from a2a_wrapper.state.audit import AuditLog, recent
+from a2a_wrapper.state.context_rules import ContextRules
+from a2a_wrapper.state.sessions import SessionMap
+
+CALL = ServerCallContext()
+
+
+class FakeTurn:
+    """Scripts by prompt: `ask` (a shell call the rules ask about), `question`, `hold` (runs until released or
+    aborted); anything else is echoed. Records what the front end sent it."""
+
+    def __init__(self, backend: "FakeBackend", session: Session, prompt: Prompt) -> None:
+        self._backend = backend
+        self.session = session
+        self.prompt = prompt
+        self.replies: list[tuple[str, str, str]] = []
+        self.answers: list[tuple[str, str | None]] = []
+        self.aborted = False
+        self.released = False
+        self.started = asyncio.Event()
+        self._woken = asyncio.Event()
+
+    def __aiter__(self) -> AsyncIterator[Batch]:
+        return self._batches()
+
+    async def _batches(self) -> AsyncIterator[Batch]:
+        if self.session.id in self._backend.lost:
+            raise SessionGone(f"session {self.session.id} is gone")
+        self.started.set()
+        self._backend.changed.set()
+        script = self.prompt.text
+        if script == "ask":
+            yield (Text(delta="asking. "), Permission(id="p1", kind="execute", tool="bash", command="touch x"))
+            if await self._wake():
+                _, decision, reason = self.replies[-1]
+                yield (Text(delta=f"{decision}: {reason}"),)
+        elif script == "question":
+            yield (Question(id="q1", text="Which colour?"),)
+            if await self._wake():
+                yield (Text(delta=f"colour: {self.answers[-1][1]}"),)
+        elif script == "hold":
+            while not (self.released or self.aborted):
+                await self._wake()
+        else:
+            yield (Text(delta=f"echo: {script}"),)
+        yield (Done(outcome="canceled" if self.aborted else "completed"),)
+
+    async def _wake(self) -> bool:
+        """Waits for a reply, an answer, a release or an abort; False when aborted."""
+        await self._woken.wait()
+        self._woken.clear()
+        return not self.aborted
+
+    async def reply(self, permission_id: str, decision: Literal["allow", "deny"], reason: str) -> None:
+        self.replies.append((permission_id, decision, reason))
+        self._woken.set()
+
+    async def answer(self, question_id: str, text: str | None) -> None:
+        self.answers.append((question_id, text))
+        self._woken.set()
+
+    async def abort(self) -> None:
+        self.aborted = True
+        self._woken.set()
+
+    def release(self) -> None:
+        self.released = True
+        self._woken.set()
+
+
+class FakeBackend:
+    kind = "fake"
+    restarts = 0
+
+    def __init__(self) -> None:
+        self.turns: list[FakeTurn] = []
+        self.lost: set[str] = set()  # sessions the backend no longer has
+        self.opened = 0
+        self.changed = asyncio.Event()  # a turn was made or started
+
+    async def running(self, index: int) -> FakeTurn:
+        """The index-th turn, once it has started."""
+        while len(self.turns) <= index or not self.turns[index].started.is_set():
+            await self.changed.wait()
+            self.changed.clear()
+        return self.turns[index]
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def health(self) -> dict[str, Any]:
+        return {"healthy": True}
+
+    async def open_session(self, context_key: str, resume: str | None = None) -> Session:
+        if resume is not None and resume not in self.lost:
+            return Session(resume, created=False)
+        self.opened += 1
+        return Session(f"s{self.opened}", created=True)
+
+    async def close_session(self, session_id: str) -> None: ...
+
+    async def reject_pending(self, session_ids: set[str], reason: str) -> int:
+        return 0
+
+    def turn(self, session: Session, prompt: Prompt) -> FakeTurn:
+        self.turns.append(FakeTurn(self, session, prompt))
+        self.changed.set()
+        return self.turns[-1]
+
+
+@dataclass
+class Agent:
+    backend: FakeBackend
+    handler: DefaultRequestHandler
+    turns: Turns
+    database: Path
+
+    async def send(self, text: str, context_id: str | None = None, task_id: str | None = None) -> Task:
+        """SendMessage; the task once it ends or waits for a person."""
+        return await self._send(text, context_id, task_id, SendMessageConfiguration())
+
+    async def start(self, text: str, context_id: str | None = None) -> Task:
+        """SendMessage returning at once, with the task under way."""
+        return await self._send(text, context_id, None, SendMessageConfiguration(return_immediately=True))
+
+    async def _send(
+        self, text: str, context_id: str | None, task_id: str | None, configuration: SendMessageConfiguration
+    ) -> Task:
+        message = Message(message_id=uuid.uuid4().hex, role=Role.ROLE_USER, parts=[new_text_part(text)])
+        if context_id:
+            message.context_id = context_id
+        if task_id:
+            message.task_id = task_id
+        result = await self.handler.on_message_send(
+            SendMessageRequest(message=message, configuration=configuration), CALL
+        )
+        assert isinstance(result, Task)
+        return result
+
+    async def task(self, task_id: str) -> Task:
+        task = await self.handler.on_get_task(GetTaskRequest(id=task_id), CALL)
+        assert task is not None
+        return task
+
+    async def ended(self, task_id: str) -> Task:
+        """The task once it is in a final state (the deadline ends it outside any request)."""
+        while (task := await self.task(task_id)).status.state not in FINAL:  # noqa: ASYNC110 (as a caller polls)
+            await asyncio.sleep(0.02)
+        return task
+
+
+FINAL = {TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED}
+AgentFactory = Callable[..., Awaitable[Agent]]
+
+
+@pytest.fixture
+async def make_agent(tmp_path: Path) -> AsyncIterator[AgentFactory]:
+    """The front end as agent.py assembles it, on a FakeBackend; every test runs under a deadline."""
+    engine = create_async_engine(f"sqlite+aiosqlite:///{tmp_path / 'state.db'}")
+    built: list[Agent] = []
+
+    async def make(ask_timeout: float = 60) -> Agent:
+        settings = AgentSettings(
+            card=CardSettings(name="fake-agent"), backend=OpenCodeSettings(workdir=tmp_path / "ws"), state_dir=tmp_path
+        )
+        backend = FakeBackend()
+        audit = AuditLog(engine)
+        await audit.initialize()
+        locks = ContextLocks()
+        sessions = SessionMap(engine, backend, SessionSettings(), busy=locks.busy)
+        await sessions.initialize()
+        context_rules = ContextRules(engine)
+        await context_rules.initialize()
+        metrics = AgentMetrics()
+        policy = Policy(Shield(ShieldConfig(ask_timeout=ask_timeout), tmp_path / "ws"))
+        gate = PermissionGate(policy, context_rules, audit, metrics.decided, "fake-agent")
+        turns = Turns(backend, sessions, gate, locks, turn_timeout=30)
+        executor = TurnExecutor(turns, GuardSettings(), metrics)
+        handler = DefaultRequestHandler(
+            agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=build_card(settings)
+        )
+        built.append(Agent(backend, handler, turns, tmp_path / "state.db"))
+        return built[-1]
+
+    async with asyncio.timeout(10):
+        yield make
+        for agent in built:
+            await agent.turns.shutdown(grace=2)
+            await agent.handler.aclose()
+    await engine.dispose()
+
+
+def answer_of(task: Task) -> str:
+    return "".join(part.text for artifact in task.artifacts if artifact.name == "response" for part in artifact.parts)
+
+
+def status_text(task: Task) -> str:
+    return " ".join(part.text for part in task.status.message.parts)
+
+
+async def test_an_ask_pauses_in_input_required_and_a_yes_resumes_the_turn(make_agent: AgentFactory) -> None:
+    agent = await make_agent()
+    asked = await agent.send("ask")
+    assert asked.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    assert "Approval needed" in status_text(asked)
+    done = await agent.send("yes", asked.context_id, asked.id)
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED
+    [turn] = agent.backend.turns
+    assert [(id_, decision) for id_, decision, _ in turn.replies] == [("p1", "allow")]
+    assert answer_of(done) == "asking. allow: bash allowed by person"
+
+
+async def test_a_no_denies_with_the_persons_sentence(make_agent: AgentFactory) -> None:
+    agent = await make_agent()
+    asked = await agent.send("ask")
+    done = await agent.send("no", asked.context_id, asked.id)
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED
+    assert agent.backend.turns[0].replies == [("p1", "deny", PERSON_DENIED)]
+    assert answer_of(done).endswith(f"deny: {PERSON_DENIED}")
+
+
+async def test_no_answer_by_the_deadline_denies_on_the_live_turn_and_is_audited(make_agent: AgentFactory) -> None:
+    agent = await make_agent(ask_timeout=0.3)
+    asked = await agent.send("ask")
+    assert asked.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    done = await agent.ended(asked.id)
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED
+    assert agent.backend.turns[0].replies == [("p1", "deny", EXPIRED)]
+    assert answer_of(done).endswith(f"deny: {EXPIRED}")
+    [entry] = recent(agent.database, 10)
+    assert (entry.decision, entry.decided_by, entry.rule) == ("deny", "deadline", "person:deadline")
+    assert entry.wait_ms >= 300
+
+
+async def test_a_question_pauses_and_any_text_answers_it(make_agent: AgentFactory) -> None:
+    agent = await make_agent()
+    asked = await agent.send("question")
+    assert asked.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    done = await agent.send("blue", asked.context_id, asked.id)
+    assert answer_of(done) == "colour: blue"
+    assert agent.backend.turns[0].answers == [("q1", "blue")]
+
+
+async def test_a_second_message_on_a_context_waits_for_the_running_turn(make_agent: AgentFactory) -> None:
+    agent = await make_agent()
+    first = await agent.start("hold")
+    await agent.backend.running(0)
+    second = asyncio.create_task(agent.send("after", first.context_id))
+    await asyncio.sleep(0.2)
+    assert len(agent.backend.turns) == 1, "the second turn must not start while the first runs"
+    agent.backend.turns[0].release()
+    assert answer_of(await second) == "echo: after"
+    assert (await agent.ended(first.id)).status.state == TaskState.TASK_STATE_COMPLETED
+    assert [turn.session.id for turn in agent.backend.turns] == ["s1", "s1"], "one context, one session"
+
+
+async def test_a_session_the_backend_lost_is_reopened_once(make_agent: AgentFactory) -> None:
+    agent = await make_agent()
+    first = await agent.send("one")
+    agent.backend.lost.add("s1")
+    again = await agent.send("two", first.context_id)
+    assert answer_of(again) == "echo: two"
+    assert [turn.session.id for turn in agent.backend.turns] == ["s1", "s1", "s2"]
+
+
+async def test_cancel_aborts_the_turn_and_the_task_stays_canceled(make_agent: AgentFactory) -> None:
+    agent = await make_agent()
+    running = await agent.start("hold")
+    turn = await agent.backend.running(0)
+    canceled = await agent.handler.on_cancel_task(CancelTaskRequest(id=running.id), CALL)
+    assert canceled is not None and canceled.status.state == TaskState.TASK_STATE_CANCELED
+    assert turn.aborted
+    await asyncio.sleep(0.1)
+    assert (await agent.task(running.id)).status.state == TaskState.TASK_STATE_CANCELED
+
+
+async def test_cancel_while_waiting_for_a_person_denies_and_aborts(make_agent: AgentFactory) -> None:
+    agent = await make_agent()
+    asked = await agent.send("ask")
+    canceled = await agent.handler.on_cancel_task(CancelTaskRequest(id=asked.id), CALL)
+    assert canceled is not None and canceled.status.state == TaskState.TASK_STATE_CANCELED
+    turn = agent.backend.turns[0]
+    assert turn.aborted and [decision for _, decision, _ in turn.replies] == ["deny"]
+
+
+async def test_shutdown_ends_a_running_turn_with_a_sentence(make_agent: AgentFactory) -> None:
+    agent = await make_agent()
+    running = await agent.start("hold")
+    await agent.backend.running(0)
+    await agent.turns.shutdown(grace=2)
+    ended = await agent.ended(running.id)
+    assert ended.status.state == TaskState.TASK_STATE_FAILED
+    assert status_text(ended) == SHUTTING_DOWN
+    assert agent.backend.turns[0].aborted
