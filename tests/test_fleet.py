@@ -6,9 +6,9 @@ from typing import Any
 import pytest
 import yaml
 
+from a2a_wrapper.backoff import CrashHistory
 from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.fleet import RestartPolicy, load_fleet
-from a2a_wrapper.fleet.backoff import CrashHistory
 from a2a_wrapper.fleet.registry import describe_agent, has_skill
 from a2a_wrapper.fleet.status import format_status
 from tests.test_cli import a2a_wrap

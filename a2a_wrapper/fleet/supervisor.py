@@ -17,8 +17,8 @@ from typing import Any, Literal
 import httpx
 from google.protobuf.json_format import MessageToDict
 
+from a2a_wrapper.backoff import CrashHistory
 from a2a_wrapper.errors import BackendUnavailable
-from a2a_wrapper.fleet.backoff import CrashHistory
 from a2a_wrapper.fleet.fleet_file import RestartPolicy
 from a2a_wrapper.fleet.health import probe_health
 from a2a_wrapper.fleet.registry import describe_agent
