@@ -4,9 +4,20 @@ Three agents on three providers — OpenCode, Copilot CLI (through github-copilo
 (`copilot --acp`, the generic ACP backend) — each its own `a2a-wrap serve`, behind one registry. The demo
 writes their configs into its state folder (they name the installed binaries and the offline model's port)
 and runs them as `a2a-wrap fleet` would.
+
+Two demos on one machine: each registry port has its own state folder (`demo` for the default port,
+`demo-PORT` otherwise), and the agents take the three ports after the registry's. The folder is locked for
+the run (see ownership: a lock keeps the agents' tasks, workspaces and unpacked Copilot CLI for the next run,
+where a folder per run would throw them away), so a second demo on the same folder is refused with a sentence
+naming the first one's pid and saying how to run a second one, before it writes anything.
 """
 
-from collections.abc import Callable
+import contextlib
+import shlex
+import shutil
+import sys
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +25,18 @@ import yaml
 
 from a2a_wrapper.backends.install import find_binary
 from a2a_wrapper.config.files import default_state_dir
-from a2a_wrapper.fleet.lifecycle import run_fleet
+from a2a_wrapper.errors import ConfigError
+from a2a_wrapper.fleet.fleet_file import DEFAULT_REGISTRY_PORT
+from a2a_wrapper.fleet.lifecycle import bind_port, run_fleet
 from a2a_wrapper.fleet.loader import load_fleet
+from a2a_wrapper.fleet.ownership import FolderBusy, FolderLock
+from a2a_wrapper.fleet.spec import Fleet
+from a2a_wrapper.fleet.supervisor import SupervisedAgent
 from a2a_wrapper.offline_model import MODEL_ID, SMALL_MODEL_ID, OfflineModel
 
 # Shell commands, edits and fetches are put to the caller (input-required); reads are allowed.
 DEMO_SHIELD = {"defaults": {"read": "allow"}}
+AGENT_NAMES = ("opencode-coder", "copilot-coder", "acp-reviewer")  # on the registry's port + 1, + 2, + 3
 
 
 def _card(name: str, description: str, skill: str, tags: list[str]) -> dict[str, Any]:
@@ -91,21 +108,118 @@ def write_fleet(model: OfflineModel, state_dir: Path, registry_port: int) -> Pat
     return fleet_file
 
 
+def demo_state_dir(registry_port: int) -> Path:
+    """One folder per registry port, so that demos on different ports never share one."""
+    return default_state_dir("demo" if registry_port == DEFAULT_REGISTRY_PORT else f"demo-{registry_port}")
+
+
+def command_prefix() -> str:
+    """`a2a-wrap` as the user can type it from where they stand: the bare name only when PATH finds this very
+    script; else the script's absolute path (a venv not activated); else this interpreter with `-m`."""
+    script = Path(sys.argv[0])
+    if script.name == "a2a-wrap" and script.is_file():
+        found = shutil.which("a2a-wrap")
+        if found is not None and Path(found).resolve() == script.resolve():
+            return "a2a-wrap"
+        return shlex.quote(str(script.absolute()))
+    return f"{shlex.quote(sys.executable)} -m a2a_wrapper"
+
+
+def _ports_free(registry_port: int) -> bool:
+    try:
+        for port in range(registry_port, registry_port + 1 + len(AGENT_NAMES)):
+            bind_port("127.0.0.1", port, "demo").close()
+    except ConfigError:
+        return False
+    return True
+
+
+def _second_demo_port(registry_port: int) -> int:
+    """A registry port after this one whose block (registry and agents) is free now."""
+    candidates = range(registry_port + 10, 65535 - len(AGENT_NAMES), 10)
+    return next((port for port in candidates if _ports_free(port)), registry_port + 10)
+
+
+def _check_ports(registry_port: int) -> None:
+    for offset, who in enumerate(("the registry", *AGENT_NAMES)):
+        try:
+            bind_port("127.0.0.1", registry_port + offset, f"demo ({who})").close()
+        except ConfigError as exc:
+            other = _second_demo_port(registry_port)
+            raise ConfigError(
+                f"{exc}; the demo takes --port {registry_port} and the {len(AGENT_NAMES)} ports after it: "
+                f"try `{command_prefix()} demo --port {other}`"
+            ) from None
+
+
+@contextlib.contextmanager
+def _claimed(folder: Path, registry_port: int, state_dir_given: bool) -> Iterator[None]:
+    """The demo's folder locked before anything is written in it; a second demo on it is refused saying how."""
+    lock = FolderLock(folder)
+    try:
+        lock.acquire()
+    except FolderBusy as exc:
+        other = _second_demo_port(registry_port)
+        advice = f"{command_prefix()} demo --port {other}" + (" --state-dir ANOTHER_FOLDER" if state_dir_given else "")
+        where = "" if state_dir_given else f" (its state goes to {demo_state_dir(other)})"
+        raise ConfigError(
+            f"another demo runs here: {exc}. A second demo needs its own ports and folder: `{advice}`{where}"
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+class Announcements:
+    """What the user sees on stdout: where things are, each agent as it is ready, then what to try."""
+
+    def __init__(self, fleet: Fleet, announce: Callable[[str], None]) -> None:
+        self._fleet = fleet
+        self._announce = announce
+        self._started = time.monotonic()
+        self._ready: set[str] = set()
+        self._registry = f"http://127.0.0.1:{fleet.registry.port}"
+
+    def where(self, model: OfflineModel, state_dir: Path) -> None:
+        say = self._announce
+        say(f"offline model: {model.base_url}")
+        say(f"registry:      {self._registry}/agents   (the agents' cards, states and skills)")
+        say(f"state:         {state_dir}   (this demo's own; a second demo takes another --port)")
+        for agent in self._fleet.agents:
+            say(f"agent:         {agent.name:<15} {agent.url}   workspace {agent.settings.backend.workdir}")
+        say(f"starting {len(self._fleet.agents)} agents (a first start unpacks Copilot's CLI: a minute or so)")
+
+    def running(self, agent: SupervisedAgent) -> None:
+        seconds = time.monotonic() - self._started
+        again = " again" if agent.name in self._ready else ""
+        self._announce(f"ready{again}:  {agent.name:<15} pid {agent.pid}, {seconds:.0f} s after the demo started")
+        if agent.name not in self._ready:
+            self._ready.add(agent.name)
+            if len(self._ready) == len(self._fleet.agents):
+                self._all_running()
+
+    def _all_running(self) -> None:
+        say = self._announce
+        a2a_wrap = command_prefix()
+        first = self._fleet.agents[0].url
+        arguments = '{"command": "ls -la", "description": "list the workspace"}'
+        say(f"all {len(self._fleet.agents)} agents running (registry at {self._registry}/agents)")
+        say("try, from any folder:")
+        say(f"  {a2a_wrap} status --registry {self._registry}")
+        say(f'  {a2a_wrap} send {first} "hello"')
+        say(f"  {a2a_wrap} send {first} '[[tool:bash {arguments}]]'   (asks you before it runs)")
+        say("Ctrl-C stops everything (the agents and their backends; a second Ctrl-C kills them at once).")
+
+
 async def run_demo(registry_port: int, state_dir: Path | None, announce: Callable[[str], None]) -> None:
     """Runs until interrupted; `announce` shows the user where things are."""
-    state_dir = (state_dir or default_state_dir("demo")).resolve()
-    state_dir.mkdir(parents=True, exist_ok=True)
-    async with OfflineModel() as model:
-        fleet = load_fleet([write_fleet(model, state_dir, registry_port)])
-        registry = f"http://127.0.0.1:{registry_port}"
-        announce(f"offline model: {model.base_url}")
-        announce(f"registry:      {registry}/agents   (the agents' cards, states and skills)")
-        for agent in fleet.agents:
-            announce(f"agent:         {agent.name:<15} {agent.card_url}")
-        announce("try (once the agents are running):")
-        announce(f"  a2a-wrap status --registry {registry}")
-        first = fleet.agents[0].url
-        announce(f'  a2a-wrap send {first} "hello"')
-        arguments = '{"command": "ls -la", "description": "list the workspace"}'
-        announce(f"  a2a-wrap send {first} '[[tool:bash {arguments}]]'   (asks you before it runs)")
-        await run_fleet(fleet)
+    folder = (state_dir or demo_state_dir(registry_port)).resolve()
+    with _claimed(folder, registry_port, state_dir is not None):
+        _check_ports(registry_port)
+        async with OfflineModel() as model:
+            fleet = load_fleet([write_fleet(model, folder, registry_port)])
+            announcements = Announcements(fleet, announce)
+            announcements.where(model, folder)
+            await run_fleet(fleet, announcements.running)
+    announce("stopped: every agent and its backend")

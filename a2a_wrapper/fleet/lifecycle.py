@@ -1,5 +1,9 @@
 """Running a fleet (agents, registry, reload watcher) or a registry alone, until SIGINT or SIGTERM.
 
+Before anything starts, the fleet claims each agent's state folder (see ownership: a second fleet or demo on
+the same agents is refused naming the first) and checks that each agent's port is free, so that a taken
+port is one sentence rather than an agent crash-looping on "address already in use".
+
 The signal handlers only record the signal: the first stops everything gracefully (each agent gets
 SIGTERM and the restart policy's grace before SIGKILL); a second one kills every agent at once.
 """
@@ -16,11 +20,12 @@ import uvicorn
 
 from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.fleet.fleet_file import RegistrySettings
+from a2a_wrapper.fleet.ownership import StateLocks
 from a2a_wrapper.fleet.registry import Listed, build_registry_app
 from a2a_wrapper.fleet.reload import watch_fleet
 from a2a_wrapper.fleet.remote import RemoteAgent
-from a2a_wrapper.fleet.spec import Fleet, RemoteSpec
-from a2a_wrapper.fleet.supervisor import Supervisor
+from a2a_wrapper.fleet.spec import AgentSpec, Fleet, RemoteSpec
+from a2a_wrapper.fleet.supervisor import OnRunning, Supervisor
 
 log = logging.getLogger(__name__)
 
@@ -62,15 +67,25 @@ class _RegistryServer(uvicorn.Server):
 
 def _bind(settings: RegistrySettings) -> socket.socket:
     """Bound here, so that a taken port is a sentence rather than uvicorn's exit."""
-    family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
+    return bind_port(settings.host, settings.port, "registry")
+
+
+def bind_port(host: str, port: int, who: str) -> socket.socket:
+    """A socket bound as uvicorn binds (SO_REUSEADDR); a taken port is a ConfigError naming `who`."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock.bind((settings.host, settings.port))
+        sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        raise ConfigError(f"registry: cannot listen on {settings.host}:{settings.port} ({exc.strerror})") from exc
+        raise ConfigError(f"{who}: cannot listen on {host}:{port} ({exc.strerror})") from exc
     return sock
+
+
+def check_ports(agents: Sequence[AgentSpec]) -> None:
+    for spec in agents:
+        bind_port(spec.settings.server.host, spec.port, f"agent {spec.name!r} ({spec.config})").close()
 
 
 @contextlib.asynccontextmanager
@@ -105,11 +120,24 @@ async def _poll_health(listing: Callable[[], Sequence[Listed]], http: httpx.Asyn
         await asyncio.sleep(interval)
 
 
-async def run_fleet(fleet: Fleet) -> None:
-    """Supervise every agent, serve the registry and (when loaded from paths) apply config changes, until signalled."""
+async def run_fleet(fleet: Fleet, on_running: OnRunning | None = None) -> None:
+    """Supervise every agent, serve the registry and (when loaded from paths) apply config changes, until signalled.
+
+    `on_running` is called each time an agent's /health first answers."""
+    locks = StateLocks()
+    try:
+        for spec in fleet.agents:
+            locks.claim(spec)
+        check_ports(fleet.agents)
+        await _run_claimed(fleet, locks, on_running)
+    finally:
+        locks.release_all()
+
+
+async def _run_claimed(fleet: Fleet, locks: StateLocks, on_running: OnRunning | None) -> None:
     with Signals().installed() as signals:
         async with httpx.AsyncClient(timeout=10) as http:
-            supervisor = Supervisor(fleet.restart, http)
+            supervisor = Supervisor(fleet.restart, http, on_running)
             remotes = [RemoteAgent(spec) for spec in fleet.remotes]
 
             def listing() -> list[Listed]:
@@ -118,7 +146,8 @@ async def run_fleet(fleet: Fleet) -> None:
             async with _registry(fleet.registry, listing, http):
                 for spec in fleet.agents:
                     supervisor.start(spec)
-                watcher = asyncio.create_task(watch_fleet(fleet, supervisor, signals.stop)) if fleet.sources else None
+                watching = watch_fleet(fleet, supervisor, locks, signals.stop) if fleet.sources else None
+                watcher = asyncio.create_task(watching) if watching is not None else None
                 try:
                     await signals.stop.wait()
                 finally:

@@ -1,7 +1,8 @@
 """Hot reload: for each change to the fleet's files, load them again and apply what changed to the agents it touches.
 
 A changed config restarts only its agent; a new one starts; a removed one stops. A config that no longer
-loads leaves its agent running as it was, and the error (naming the key) is logged.
+loads leaves its agent running as it was, and the error (naming the key) is logged; so does an agent whose
+state folder another process holds (it is not started).
 """
 
 import asyncio
@@ -14,6 +15,7 @@ from watchfiles import Change, awatch
 from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.fleet.fleet_file import RegistrySettings
 from a2a_wrapper.fleet.loader import CONFIG_NAMES, check_fleet, discover, load_agent
+from a2a_wrapper.fleet.ownership import FolderBusy, StateLocks
 from a2a_wrapper.fleet.spec import AgentSpec, Fleet
 from a2a_wrapper.fleet.supervisor import Supervisor
 
@@ -22,7 +24,7 @@ log = logging.getLogger(__name__)
 DEBOUNCE_MS = 400
 
 
-async def watch_fleet(fleet: Fleet, supervisor: Supervisor, stop: asyncio.Event) -> None:
+async def watch_fleet(fleet: Fleet, supervisor: Supervisor, locks: StateLocks, stop: asyncio.Event) -> None:
     """Until `stop` is set; a reload under way when it is set finishes first."""
     while not stop.is_set():
         roots = watched_folders(fleet.sources, supervisor.specs.values())
@@ -30,7 +32,7 @@ async def watch_fleet(fleet: Fleet, supervisor: Supervisor, stop: asyncio.Event)
         relevant = lambda _change, path: _relevant(Path(path), fleet, supervisor)  # noqa: E731
         async for changes in awatch(*roots, watch_filter=relevant, debounce=DEBOUNCE_MS, stop_event=stop):
             _log_changes(changes)
-            await apply(fleet.sources, supervisor, fleet.registry)
+            await apply(fleet.sources, supervisor, locks, fleet.registry)
             if watched_folders(fleet.sources, supervisor.specs.values()) != roots:
                 break  # a config in a new folder: watch that one too
 
@@ -66,7 +68,7 @@ def _log_changes(changes: set[tuple[Change, str]]) -> None:
         log.info("config %s: %s", change.name, path)
 
 
-async def apply(sources: Sequence[Path], supervisor: Supervisor, registry: RegistrySettings) -> None:
+async def apply(sources: Sequence[Path], supervisor: Supervisor, locks: StateLocks, registry: RegistrySettings) -> None:
     desired = reload_specs(sources, supervisor.specs, registry)
     if desired is None:
         return
@@ -79,8 +81,15 @@ async def apply(sources: Sequence[Path], supervisor: Supervisor, registry: Regis
     for config in changed:
         log.info("[%s] its config changed; restarting it", current[config].name)
     await supervisor.stop([*removed, *changed])  # first, so that a port or a name can move between agents
-    for config in [*changed, *added]:
-        supervisor.start(desired[config])
+    starting = [desired[config] for config in [*changed, *added]]
+    locks.keep_only([*supervisor.specs.values(), *starting])
+    for spec in starting:
+        try:
+            locks.claim(spec)
+        except FolderBusy as exc:
+            log.error("%s; it is not started", exc)
+            continue
+        supervisor.start(spec)
 
 
 def reload_specs(

@@ -10,7 +10,7 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,7 +33,9 @@ _START_MARGIN = 30.0  # the interpreter, the database and the front end, on top 
 
 
 class SupervisedAgent:
-    def __init__(self, spec: AgentSpec, policy: RestartPolicy, http: httpx.AsyncClient) -> None:
+    def __init__(
+        self, spec: AgentSpec, policy: RestartPolicy, http: httpx.AsyncClient, on_running: "OnRunning | None" = None
+    ) -> None:
         self.spec = spec
         self.state: State = "starting"
         self.restarts = 0
@@ -46,6 +48,7 @@ class SupervisedAgent:
         self._crashes = CrashHistory(policy)
         self._stop = asyncio.Event()
         self._child: ChildProcess | None = None
+        self._on_running = on_running
 
     @property
     def name(self) -> str:
@@ -127,6 +130,8 @@ class SupervisedAgent:
             return str(exc)
         self.state = "running"
         log.info("[%s] running (pid %s) at %s", self.name, child.pid, self.spec.url)
+        if self._on_running is not None:
+            self._on_running(self)
         code = await child.wait()
         return f"pid {child.pid} exited with code {code}; last output: {child.last_output()}"
 
@@ -169,12 +174,16 @@ class SupervisedAgent:
         )
 
 
+OnRunning = Callable[[SupervisedAgent], None]
+
+
 class Supervisor:
     """The fleet's agents by config file; each supervised in its own task, every task awaited at teardown."""
 
-    def __init__(self, policy: RestartPolicy, http: httpx.AsyncClient) -> None:
+    def __init__(self, policy: RestartPolicy, http: httpx.AsyncClient, on_running: "OnRunning | None" = None) -> None:
         self._policy = policy
         self._http = http
+        self._on_running = on_running  # called each time an agent's /health first answers (after each start)
         self._agents: dict[Path, SupervisedAgent] = {}
         self._tasks: dict[Path, asyncio.Task[None]] = {}
 
@@ -187,7 +196,7 @@ class Supervisor:
 
     def start(self, spec: AgentSpec) -> None:
         assert spec.config not in self._agents, f"{spec.config} is already supervised"
-        agent = SupervisedAgent(spec, self._policy, self._http)
+        agent = SupervisedAgent(spec, self._policy, self._http, self._on_running)
         self._agents[spec.config] = agent
         self._tasks[spec.config] = asyncio.create_task(agent.run(), name=f"supervise-{spec.name}")
         log.info("[%s] starting from %s on port %d", spec.name, spec.config, spec.port)
