@@ -251,13 +251,25 @@ def model(port: int, host: str) -> None:
 @click.option(
     "--port", type=int, default=8800, show_default=True, help="Port of the registry; the agents take the next three."
 )
-@click.option("--state-dir", type=click.Path(file_okay=False, path_type=Path), help="State folder.")
-def demo(port: int, state_dir: Path | None) -> None:
+@click.option(
+    "--state-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="State folder (default: ~/.local/state/a2a-wrapper/demo, or demo-PORT for another --port).",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+    default="WARNING",
+    show_default=True,
+    help="Of the fleet's log on stderr (INFO: every agent's output too).",
+)
+def demo(port: int, state_dir: Path | None, log_level: str) -> None:
     """The offline model and a fleet of three agents (OpenCode, Copilot, an ACP agent) behind one registry;
-    prints the registry URL and commands to try."""
+    prints where each agent and its workspace is, a line as each is ready, then commands to try. A second
+    demo runs beside it on another --port (its own state folder)."""
     from a2a_wrapper.fleet.demo import run_demo
 
-    setup_logging("INFO")
+    setup_logging(log_level)
     _run(run_demo(port, state_dir, click.echo))
 
 
