@@ -1,7 +1,6 @@
 """`backend:` sections that run real ACP agents (`opencode acp`, `copilot --acp`) on the offline model."""
 
 import json
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -10,9 +9,7 @@ from a2a_wrapper.backends.install import find_binary
 from a2a_wrapper.backends.opencode import launch
 from a2a_wrapper.config.backends import ModelProvider, OpenCodeSettings
 from a2a_wrapper.offline_model import MODEL_ID, SMALL_MODEL_ID, OfflineModel
-
-# Copilot unpacks ~235 MB into $XDG_CACHE_HOME on its first run: one cache for all tests, apart from the user's.
-COPILOT_TEST_CACHE = Path(tempfile.gettempdir()) / "a2a-wrapper-tests" / "copilot-cache"
+from tests.helpers.copilot_fixtures import COPILOT_CACHE
 
 
 def acp_opencode_backend(offline_model: OfflineModel, workdir: Path, state_dir: Path) -> dict[str, Any]:
@@ -44,7 +41,7 @@ def acp_copilot_backend(offline_model: OfflineModel, workdir: Path, state_dir: P
             "COPILOT_MODEL": MODEL_ID,
             "COPILOT_PROVIDER_API_KEY": "x",
             "COPILOT_HOME": str(agent_home(state_dir) / "copilot"),
-            "XDG_CACHE_HOME": str(COPILOT_TEST_CACHE),
+            "XDG_CACHE_HOME": str(COPILOT_CACHE),
         },
     }
 

@@ -8,9 +8,11 @@ from typing import Any
 from a2a_wrapper.backends.install import find_binary
 from a2a_wrapper.offline_model import MODEL_ID, OfflineModel
 
-# The CLI unpacks ~235 MB into $XDG_CACHE_HOME/copilot/pkg on its first run (10 s and more here); tests share one
-# unpacked copy instead of one per agent. Everything else (HOME, COPILOT_HOME, sessions) stays per agent.
-SHARED_CACHE = Path(tempfile.gettempdir()) / f"a2a-wrapper-tests-copilot-cache-{os.getuid()}"
+# The CLI unpacks ~235 MB into $XDG_CACHE_HOME/copilot/pkg on its first run (10 s and more here): every test that
+# runs it, through the SDK or over ACP, shares this one cache, kept between runs, apart from the user's. It holds the
+# package and per-server MCP tool listings keyed by the server's config; sessions and config live in COPILOT_HOME
+# (and HOME), which stay per agent, so no test sees another's sessions.
+COPILOT_CACHE = Path(tempfile.gettempdir()) / f"a2a-wrapper-tests-copilot-cache-{os.getuid()}"
 
 
 def copilot_backend(offline_model: OfflineModel, workdir: Path) -> dict[str, Any]:
@@ -21,5 +23,5 @@ def copilot_backend(offline_model: OfflineModel, workdir: Path) -> dict[str, Any
         "workdir": workdir,
         "model": MODEL_ID,
         "provider": {"type": "openai", "base_url": offline_model.base_url, "api_key": "offline"},
-        "env": {"XDG_CACHE_HOME": str(SHARED_CACHE)},
+        "env": {"XDG_CACHE_HOME": str(COPILOT_CACHE)},
     }
