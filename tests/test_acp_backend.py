@@ -296,7 +296,7 @@ def test_stop_reasons_end_the_turn(stop: str, outcome: str) -> None:
 
 
 def test_a_bare_backend_name_runs_the_managed_install(tmp_path: Path) -> None:
-    from a2a_wrapper.backends.acp.connection import agent_command
+    from a2a_wrapper.backends.acp.launch import agent_command
     from a2a_wrapper.backends.install import find_binary
 
     empty_path = {"PATH": str(tmp_path)}

@@ -45,7 +45,10 @@ class Turn(Protocol):
 
 class Backend(Protocol):
     kind: str
-    restarts: int  # times the backend process was started again after it died
+
+    @property
+    def restarts(self) -> int:
+        """Times the backend process was started again after it died."""
 
     async def start(self) -> None: ...
 

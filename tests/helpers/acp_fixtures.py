@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from a2a_wrapper.backends.acp.connection import agent_home
+from a2a_wrapper.backends.acp.launch import agent_home
 from a2a_wrapper.backends.install import find_binary
 from a2a_wrapper.backends.opencode import launch
 from a2a_wrapper.config.backends import ModelProvider, OpenCodeSettings

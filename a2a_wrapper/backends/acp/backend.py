@@ -9,26 +9,23 @@ ACP has no system message: a configured system prompt is put before the first pr
 session, and `system_prompt_mode: replace` is refused.
 """
 
-import asyncio
-import itertools
 import logging
 import os
 from typing import Any
 
 from acp import RequestError
 
-from a2a_wrapper.backends.acp.connection import AgentConnection, agent_env, agent_home
+from a2a_wrapper.backends.acp.connection import AgentConnection
+from a2a_wrapper.backends.acp.launch import agent_env, agent_home
 from a2a_wrapper.backends.acp.turn import AcpTurn
 from a2a_wrapper.backends.base import Prompt, Session
-from a2a_wrapper.background import cancel_and_wait
+from a2a_wrapper.backends.kit.restarter import Restarter
 from a2a_wrapper.config.backends import AcpSettings
 from a2a_wrapper.config.settings import AgentSettings
-from a2a_wrapper.errors import BackendUnavailable, ConfigError, SessionGone, WrapperError
+from a2a_wrapper.errors import BackendUnavailable, ConfigError, SessionGone
 from a2a_wrapper.sandbox import Sandbox
 
 log = logging.getLogger(__name__)
-
-_RESTART_BACKOFF = (0.5, 1.0, 2.0, 5.0, 10.0)
 
 
 class AcpBackend:
@@ -47,26 +44,28 @@ class AcpBackend:
         self._name = f"{settings.card.name}/acp"
         self._state_dir = settings.state_dir
         self._agent: AgentConnection | None = None
-        self._supervisor: asyncio.Task[None] | None = None
+        self._restarter = Restarter(self._name, self)
         self._ready = False
-        self._stopping = False
         self._loaded: set[str] = set()  # sessions the running agent process has open
         self._fresh: set[str] = set()  # new sessions not prompted yet: the system prompt goes first
         self._spare: str | None = None  # the session made at start to check the agent signs in
-        self.restarts = 0
 
     # lifecycle
 
     async def start(self) -> None:
         """Spawns the agent, checks it answers `initialize` and lets us open a session (auth)."""
         self.settings.workdir.mkdir(parents=True, exist_ok=True)
-        await self._spawn()
+        await self.spawn()
         assert self._agent is not None
         self._spare = await self._agent.new_session()
         self._loaded.add(self._spare)
-        self._supervisor = asyncio.create_task(self._supervise(), name=f"{self._name}-supervisor")
+        self._restarter.start()
 
-    async def _spawn(self) -> None:
+    @property
+    def restarts(self) -> int:
+        return self._restarter.restarts
+
+    async def spawn(self) -> None:
         env = agent_env(self.settings, self._state_dir, dict(os.environ))
         agent = AgentConnection(self._name, self.settings, env, self._sandbox, agent_home(self._state_dir))
         self._agent = agent
@@ -79,31 +78,24 @@ class AcpBackend:
         self._ready = True
 
     async def stop(self) -> None:
-        self._stopping = True
-        if self._supervisor is not None:
-            await cancel_and_wait(self._supervisor)
+        await self._restarter.stop()
         if self._agent is not None:
             await self._agent.close()
         self._ready = False
 
-    async def _supervise(self) -> None:
-        """A dead agent fails its running turn (its connection closes) and is started again, with backoff."""
-        while True:
-            assert self._agent is not None
-            code = await self._agent.child.wait()
-            if self._stopping:
-                return
-            self._ready = False
-            log.warning("[%s] agent (pid %s) exited with code %s; restarting", self._name, self._agent.child.pid, code)
-            await self._agent.close()
-            for attempt in itertools.count():
-                await asyncio.sleep(_RESTART_BACKOFF[min(attempt, len(_RESTART_BACKOFF) - 1)])
-                try:
-                    await self._spawn()
-                    break
-                except WrapperError:
-                    log.exception("[%s] agent restart failed", self._name)
-            self.restarts += 1
+    @property
+    def pid(self) -> int | None:
+        return self._agent.child.pid if self._agent is not None else None
+
+    async def wait_exit(self) -> int:
+        assert self._agent is not None
+        return await self._agent.child.wait()
+
+    async def exited(self, code: int) -> None:
+        """A dead agent's running turn fails as its connection closes."""
+        self._ready = False
+        assert self._agent is not None
+        await self._agent.close()
 
     async def health(self) -> dict[str, Any]:
         agent = self._agent

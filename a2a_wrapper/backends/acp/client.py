@@ -25,6 +25,8 @@ from acp.schema import (
 )
 
 from a2a_wrapper.backends.acp.translate import ToolCache, Verdict, chosen_option, permission, translate, usage_cost
+from a2a_wrapper.backends.kit.pending import PendingReplies
+from a2a_wrapper.backends.kit.router import SessionRouter
 from a2a_wrapper.events import StreamEvent
 
 log = logging.getLogger(__name__)
@@ -38,19 +40,11 @@ class Channel:
 
     queue: asyncio.Queue[StreamEvent | object] = field(default_factory=asyncio.Queue)
     tools: ToolCache = field(default_factory=ToolCache)
-    waiting: dict[str, asyncio.Future[Verdict]] = field(default_factory=dict)
+    waiting: PendingReplies[Verdict] = field(default_factory=PendingReplies)
     cost: float = 0.0
 
-    def settle(self, permission_id: str, verdict: Verdict) -> bool:
-        future = self.waiting.get(permission_id)
-        if future is None or future.done():
-            return False
-        future.set_result(verdict)
-        return True
-
     def cancel_waiting(self) -> None:
-        for permission_id in list(self.waiting):
-            self.settle(permission_id, "cancelled")
+        self.waiting.settle_all(lambda _: "cancelled")
 
 
 class WrapperClient:
@@ -59,18 +53,17 @@ class WrapperClient:
     def __init__(self, name: str, mcp_servers: tuple[str, ...] = ()) -> None:
         self._name = name
         self._mcp_servers = mcp_servers
-        self._channels: dict[str, Channel] = {}  # session id -> the running turn's channel
+        self._channels: SessionRouter[Channel] = SessionRouter()
         self._ids = itertools.count(1)
 
     def open(self, session_id: str) -> Channel:
         channel = Channel(tools=ToolCache(self._mcp_servers))
-        self._channels[session_id] = channel
+        self._channels.open(session_id, channel)
         return channel
 
     def close(self, session_id: str, channel: Channel) -> None:
         channel.cancel_waiting()
-        if self._channels.get(session_id) is channel:
-            del self._channels[session_id]
+        self._channels.close(session_id, channel)
 
     async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
         channel = self._channels.get(session_id)
@@ -90,13 +83,8 @@ class WrapperClient:
             log.warning("[%s] permission request in session %s with no turn running: refused", self._name, session_id)
             return _response(options, "deny")
         permission_id = f"acp-{next(self._ids)}"
-        future: asyncio.Future[Verdict] = asyncio.get_running_loop().create_future()
-        channel.waiting[permission_id] = future
-        channel.queue.put_nowait(permission(permission_id, channel.tools.merged(tool_call), options))
-        try:
-            verdict = await future
-        finally:
-            channel.waiting.pop(permission_id, None)
+        asked = permission(permission_id, channel.tools.merged(tool_call), options)
+        verdict = await channel.waiting.wait(permission_id, lambda: channel.queue.put_nowait(asked))
         return _response(options, verdict)
 
     async def ext_notification(self, method: str, params: dict[str, Any]) -> None:

@@ -1,36 +1,24 @@
-"""One ACP agent process and the connection to it: spawned in its own folders, initialized, closed.
-
-The agent gets a small environment: a few variables of the wrapper's (PATH, locale, time zone,
-certificates), HOME, XDG folders and TMPDIR of its own under `<state_dir>/acp`, then `backend.env`.
-"""
+"""One ACP agent process and the JSON-RPC connection to it: spawned (as launch.py prepares it), initialized,
+closed."""
 
 import asyncio
 import logging
-import os
-import shutil
 from pathlib import Path
 from typing import Any, cast
 
 from acp import PROTOCOL_VERSION, Client, RequestError
 from acp.client.connection import ClientSideConnection
 from acp.schema import (
-    AcpMcpServer,
     ClientCapabilities,
-    EnvVariable,
     FileSystemCapabilities,
-    HttpHeader,
-    HttpMcpServer,
     Implementation,
     InitializeResponse,
-    McpServerStdio,
     PromptCapabilities,
-    SseMcpServer,
 )
 
 from a2a_wrapper import __version__
-from a2a_wrapper.backends import install as installer
 from a2a_wrapper.backends.acp.client import WrapperClient
-from a2a_wrapper.backends.kit import mcp
+from a2a_wrapper.backends.acp.launch import agent_command, mcp_servers
 from a2a_wrapper.config.backends import AcpSettings
 from a2a_wrapper.errors import BackendUnavailable, Unauthorized
 from a2a_wrapper.process import ChildProcess
@@ -38,42 +26,7 @@ from a2a_wrapper.sandbox import Sandbox, program_paths
 
 log = logging.getLogger(__name__)
 
-PASSED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "SSL_CERT_FILE")
-_FOLDERS = {
-    "HOME": "home",
-    "XDG_CONFIG_HOME": "config",
-    "XDG_DATA_HOME": "data",
-    "XDG_CACHE_HOME": "cache",
-    "XDG_STATE_HOME": "state",
-    "TMPDIR": "tmp",
-}
 _AUTH_REQUIRED = -32000
-
-
-def agent_home(state_dir: Path) -> Path:
-    """Where the agent's HOME, XDG folders and TMPDIR live (`home`, `config`, `data`, `cache`, `state`, `tmp`)."""
-    return state_dir / "acp"
-
-
-def agent_env(settings: AcpSettings, state_dir: Path, wrapper_env: dict[str, str]) -> dict[str, str]:
-    home = agent_home(state_dir)
-    folders = {name: home / folder for name, folder in _FOLDERS.items()}
-    for folder in folders.values():
-        folder.mkdir(parents=True, exist_ok=True)
-    passed = {key: value for key, value in wrapper_env.items() if key in PASSED_ENV}
-    return {**passed, **{name: str(folder) for name, folder in folders.items()}, **settings.env}
-
-
-def mcp_servers(settings: AcpSettings) -> list[HttpMcpServer | SseMcpServer | AcpMcpServer | McpServerStdio]:
-    servers: list[HttpMcpServer | SseMcpServer | AcpMcpServer | McpServerStdio] = []
-    for server in mcp.for_acp(settings.mcp_servers):
-        if server.get("type") == "http":
-            headers = [HttpHeader(**header) for header in server["headers"]]
-            servers.append(HttpMcpServer(type="http", name=server["name"], url=server["url"], headers=headers))
-        else:
-            env = [EnvVariable(**variable) for variable in server["env"]]
-            servers.append(McpServerStdio(name=server["name"], command=server["command"], args=server["args"], env=env))
-    return servers
 
 
 class YieldingReader(asyncio.StreamReader):
@@ -95,14 +48,6 @@ class YieldingReader(asyncio.StreamReader):
 
     async def readexactly(self, n: int) -> bytes:
         return await self._source.readexactly(n)
-
-
-def agent_command(command: list[str], env: dict[str, str]) -> list[str]:
-    """`opencode` or `copilot` not on the PATH: the managed install of that backend (`a2a-wrap backends install`)."""
-    program, *arguments = command
-    if os.sep in program or program not in installer.PINNED or shutil.which(program, path=env.get("PATH")):
-        return command
-    return [str(installer.find_binary(program)), *arguments]
 
 
 class AgentConnection:

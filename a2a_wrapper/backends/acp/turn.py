@@ -7,11 +7,9 @@ the shield's sentence. `abort` sends `session/cancel`, answers waiting requests 
 
 import asyncio
 import base64
-import binascii
 import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Literal
-from urllib.parse import unquote_to_bytes
 
 from acp import RequestError, image_block, resource_block, resource_link_block, text_block
 from acp.schema import (
@@ -28,6 +26,8 @@ from acp.schema import (
 from a2a_wrapper.backends.acp.client import PROMPT_ENDED, Channel
 from a2a_wrapper.backends.acp.translate import ending
 from a2a_wrapper.backends.base import Batch, Prompt, PromptFile, Session
+from a2a_wrapper.backends.kit.abort import wait_stopped
+from a2a_wrapper.backends.kit.prompt_files import UnsendableFile, content_of, is_inline, name_of
 from a2a_wrapper.backends.kit.stream import batches
 from a2a_wrapper.errors import BackendError, SessionGone
 from a2a_wrapper.events import Done, StreamEvent
@@ -37,14 +37,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_ABORT_GRACE = 5.0
 AGENT_STOPPED = "The ACP agent stopped during the turn; it is being restarted. Send the message again."
 
 Block = TextContentBlock | ImageContentBlock | AudioContentBlock | ResourceContentBlock | EmbeddedResourceContentBlock
-
-
-class UnsendableFile(ValueError):
-    """A file the agent cannot take; the text says why, for the caller."""
 
 
 class AcpTurn:
@@ -116,10 +111,10 @@ class AcpTurn:
         return blocks + [self._file_block(file) for file in self._prompt.files]
 
     def _file_block(self, file: PromptFile) -> Block:
-        name = file.filename or "attachment"
-        if not file.url.startswith("data:"):
+        name = name_of(file)
+        if not is_inline(file):
             return resource_link_block(name, file.url, mime_type=file.media_type)
-        data = _data_url_bytes(file.url)
+        data = content_of(file)
         capabilities = self._backend.agent.prompt_capabilities
         if file.media_type.startswith("image/"):
             if not capabilities.image:
@@ -139,8 +134,8 @@ class AcpTurn:
         )
 
     async def reply(self, permission_id: str, decision: Literal["allow", "deny"], reason: str) -> None:
-        if self._channel is None or not self._channel.settle(permission_id, decision):
-            log.info("permission %s is no longer waiting (its turn ended); the %s is dropped", permission_id, decision)
+        if self._channel is not None:
+            self._channel.waiting.settle(permission_id, decision)
 
     async def answer(self, question_id: str, text: str | None) -> None:
         """ACP has no question request; nothing can be waiting for an answer."""
@@ -156,17 +151,6 @@ class AcpTurn:
             self._channel.cancel_waiting()
         try:
             await self._backend.agent.conn.cancel(session_id=self._session.id)
-            async with asyncio.timeout(_ABORT_GRACE):
-                await asyncio.shield(request)
-        except TimeoutError:
-            log.warning("session %s still ran %.0f s after session/cancel", self._session.id, _ABORT_GRACE)
+            await wait_stopped(asyncio.shield(request), self._session.id)
         except (BackendError, ConnectionError, RequestError) as exc:
             log.info("session %s: cancel ended with %s", self._session.id, exc)
-
-
-def _data_url_bytes(url: str) -> bytes:
-    header, _, payload = url.partition(",")
-    try:
-        return base64.b64decode(payload, validate=True) if header.endswith(";base64") else unquote_to_bytes(payload)
-    except binascii.Error as exc:
-        raise UnsendableFile(f"a file's data: URL is not valid base64 ({exc})") from exc

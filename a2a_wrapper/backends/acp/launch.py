@@ -1,0 +1,44 @@
+"""How an ACP agent is started: its command (or the managed install of a known one), its own folders and small
+environment under `<state_dir>/acp`, and the MCP servers each session gets."""
+
+import os
+import shutil
+from pathlib import Path
+
+from acp.schema import AcpMcpServer, EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio, SseMcpServer
+
+from a2a_wrapper.backends import install as installer
+from a2a_wrapper.backends.kit import mcp
+from a2a_wrapper.backends.kit.isolation import isolated_env
+from a2a_wrapper.config.backends import AcpSettings
+
+McpServer = HttpMcpServer | SseMcpServer | AcpMcpServer | McpServerStdio
+
+
+def agent_home(state_dir: Path) -> Path:
+    """Where the agent's HOME, XDG folders and TMPDIR live (`home`, `config`, `data`, `cache`, `state`, `tmp`)."""
+    return state_dir / "acp"
+
+
+def agent_env(settings: AcpSettings, state_dir: Path, wrapper_env: dict[str, str]) -> dict[str, str]:
+    return isolated_env(agent_home(state_dir), wrapper_env) | settings.env
+
+
+def agent_command(command: list[str], env: dict[str, str]) -> list[str]:
+    """`opencode` or `copilot` not on the PATH: the managed install of that backend (`a2a-wrap backends install`)."""
+    program, *arguments = command
+    if os.sep in program or program not in installer.PINNED or shutil.which(program, path=env.get("PATH")):
+        return command
+    return [str(installer.find_binary(program)), *arguments]
+
+
+def mcp_servers(settings: AcpSettings) -> list[McpServer]:
+    servers: list[McpServer] = []
+    for server in mcp.for_acp(settings.mcp_servers):
+        if server.get("type") == "http":
+            headers = [HttpHeader(**header) for header in server["headers"]]
+            servers.append(HttpMcpServer(type="http", name=server["name"], url=server["url"], headers=headers))
+        else:
+            env = [EnvVariable(**variable) for variable in server["env"]]
+            servers.append(McpServerStdio(name=server["name"], command=server["command"], args=server["args"], env=env))
+    return servers
