@@ -25,19 +25,34 @@ CONFIG_OPTION = click.option(
 )
 
 
+# Each serve flag's key in the config.
+_FLAG_KEYS = {
+    "port": "server.port",
+    "host": "server.host",
+    "advertise_url": "server.advertise_url",
+    "log_level": "logging.level",
+    "state_dir": "state_dir",
+}
+
+
 def _overrides(**flags: Any) -> dict[str, Any]:
     """Only the flags the user typed, nested as the config's sections."""
-    sections = {"port": "server", "host": "server", "advertise_url": "server", "log_level": "logging"}
-    names = {"log_level": "level"}
     result: dict[str, Any] = {}
-    for key, value in flags.items():
+    for name, value in flags.items():
         if value is None:
             continue
-        if key in sections:
-            result.setdefault(sections[key], {})[names.get(key, key)] = value
-        else:
-            result[key] = value
+        *sections, key = _FLAG_KEYS.get(name, name).split(".")
+        target = result
+        for section in sections:
+            target = target.setdefault(section, {})
+        target[key] = value
     return result
+
+
+def _flag_names(**flags: Any) -> dict[str, str]:
+    """The config key of each flag the user typed, with the flag as typed (`{"server.port": "--port"}`)."""
+    typed = (name for name, value in flags.items() if value is not None)
+    return {_FLAG_KEYS.get(name, name): "--" + name.replace("_", "-") for name in typed}
 
 
 def serve_options(function: Any) -> Any:
@@ -72,7 +87,7 @@ def _load(config_path: Path | None, **flags: Any) -> AgentSettings:
     if config_path is None:
         raise click.UsageError("--config is required (a YAML or JSON agent config)")
     try:
-        return load_config(config_path, _overrides(**flags))
+        return load_config(config_path, _overrides(**flags), _flag_names(**flags))
     except WrapperError as exc:
         raise click.ClickException(str(exc)) from exc
 

@@ -157,8 +157,8 @@ def test_schema_describes_the_config_file() -> None:
         ("card: {name: R}\nserver: {prot: 8000}\n", {}, ["server.prot: unknown key", "8000"]),
         ("card: {name: R}\nlogging: {level: LOUD}\n", {}, ["logging.level", "'LOUD'"]),
         ("card: {name: R}\nbackend: {password: '${NO_SUCH_VAR_A2A}'}\n", {}, ["backend.password", "NO_SUCH_VAR_A2A"]),
-        ("card: {name: R}\n", {"A2A_WRAP_SERVER__PORT": "eighty"}, ["server.port", "'eighty'"]),
-        ("card: {name: R}\n", {"A2A_WRAP_CARD__SKILLS": "[oops"}, ["card", "EnvSettingsSource"]),
+        ("card: {name: R}\n", {"A2A_WRAP_SERVER__PORT": "eighty"}, ["environment variable A2A_WRAP_SERVER__PORT for ", "server.port", "'eighty'"]),
+        ("card: {name: R}\n", {"A2A_WRAP_CARD__SKILLS": "[oops"}, ["environment variable A2A_WRAP_CARD__SKILLS for ", "card: not valid JSON"]),
         ("card: {name: R}\n8000: port\n", {}, ["8000: unknown key", "'port'"]),
         ("card: [unclosed\n", {}, ["not valid YAML"]),
     ],
@@ -200,6 +200,7 @@ def test_run_flags_beat_the_file_and_are_validated_before_starting(
     assert "Traceback" not in result.stderr
     for part in [str(path), *expected]:
         assert part in result.stderr
+    assert f"flag {flags[0]} for {path}: " in result.stderr  # the flag is named: the file holds another value
 
 
 def test_run_without_a_config_prints_help() -> None:

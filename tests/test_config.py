@@ -309,6 +309,21 @@ def test_a_bad_environment_value_is_a_config_error(
     message = error_of(write(tmp_path, {"card": CARD}))
     assert expected in message
     assert value in message or "Expecting value" in message
+    assert message.startswith(f"environment variable {variable}"), message  # the variable, not the file, is wrong
+
+
+def test_a_bad_flag_value_names_the_flag(tmp_path: Path) -> None:
+    path = write(tmp_path, {"card": CARD, "server": {"port": 9100}})
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, {"server": {"port": 99999}}, {"server.port": "--port"})
+    assert str(caught.value).startswith(f"flag --port for {path}: server.port: "), caught.value
+
+
+def test_a_value_from_the_file_names_the_file_even_with_a_flag_elsewhere(tmp_path: Path) -> None:
+    path = write(tmp_path, {"card": CARD, "server": {"host": 7}})
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, {"server": {"port": 9200}}, {"server.port": "--port"})
+    assert str(caught.value).startswith(f"{path}: server.host: "), caught.value
 
 
 # --- ${VAR} substitution --------------------------------------------------------------------------------------------

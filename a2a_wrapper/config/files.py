@@ -4,6 +4,8 @@ the key) and the operator's file of shield rules."""
 import os
 import re
 import typing
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -14,21 +16,28 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from a2a_wrapper.config.backends import BACKEND_KINDS
 from a2a_wrapper.config.node import is_node_config, translate_node_config
 from a2a_wrapper.config.runtimes import SandboxRuntime
-from a2a_wrapper.config.settings import AgentSettings
+from a2a_wrapper.config.settings import ENV_PREFIX, AgentSettings
 from a2a_wrapper.config.source import read_config_file
 from a2a_wrapper.errors import ConfigError, describe_invalid, keyed
 from a2a_wrapper.shield.rules import ShieldConfig, ShieldError, parse_shield
 
+Origin = Callable[[Sequence[int | str]], str]  # the source of the value at a key: a file, a variable or a flag
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
-def load_config(path: Path | str, overrides: dict[str, Any] | None = None) -> AgentSettings:
-    """Load and validate one agent's config; `overrides` (from CLI flags) win over file and environment."""
+def load_config(
+    path: Path | str, overrides: dict[str, Any] | None = None, flags: Mapping[str, str] | None = None
+) -> AgentSettings:
+    """Load and validate one agent's config; `overrides` (from CLI flags) win over file and environment.
+
+    `flags` names the flag each override came from (`{"server.port": "--port"}`), so that an error in a value
+    names the flag, the `A2A_WRAP_*` variable or the file it came from."""
     path = Path(path).resolve()
     raw = read_config_file(path)
     data = translate_node_config(raw) if is_node_config(raw) else raw
     data = _substitute(data, path, ())
-    settings = _validate(_by_field_name(AgentSettings, data), _by_field_name(AgentSettings, overrides or {}), path)
+    overrides = _by_field_name(AgentSettings, overrides or {})
+    settings = _validate(_by_field_name(AgentSettings, data), overrides, path, flags or {})
     return _resolve_paths(settings, path)
 
 
@@ -105,7 +114,20 @@ class _Values(PydanticBaseSettingsSource):
         return self._values
 
 
-def _validate(data: dict[str, Any], overrides: dict[str, Any], path: Path) -> AgentSettings:
+def _origin(loc: Sequence[int | str], path: Path, flags: Mapping[str, str]) -> str:
+    """Where the value at `loc` came from, by precedence: the flag, then the environment variable, then the file."""
+    prefixes = [loc[:end] for end in range(len(loc), 0, -1)]
+    for prefix in prefixes:
+        if (flag := flags.get(".".join(map(str, prefix)))) is not None:
+            return f"flag {flag} for {path}"
+    variables = {name.upper() for name in os.environ}
+    for prefix in prefixes:
+        if (name := ENV_PREFIX + "__".join(map(str, prefix)).upper()) in variables:
+            return f"environment variable {name} for {path}"
+    return str(path)
+
+
+def _validate(data: dict[str, Any], overrides: dict[str, Any], path: Path, flags: Mapping[str, str]) -> AgentSettings:
     class FileSettings(AgentSettings):
         @classmethod
         def settings_customise_sources(
@@ -121,20 +143,25 @@ def _validate(data: dict[str, Any], overrides: dict[str, Any], path: Path) -> Ag
     try:
         loaded = FileSettings()
     except ValidationError as exc:
-        raise ConfigError(describe_errors(exc, path)) from exc
+        raise ConfigError(describe_errors(exc, partial(_origin, path=path, flags=flags))) from exc
     except SettingsError as exc:  # an A2A_WRAP_* variable whose value is not valid JSON
-        raise ConfigError(f"{path}: {exc}: {exc.__cause__}") from exc
+        found = re.search(r'field "(\w+)"', str(exc))
+        field = found.group(1) if found else ""
+        names = " or ".join(sorted(name for name in os.environ if name.upper().startswith(ENV_PREFIX + field.upper())))
+        raise ConfigError(f"environment variable {names} for {path}: {field}: not valid JSON: {exc.__cause__}") from exc
     return AgentSettings.model_validate(loaded.model_dump(by_alias=False))
 
 
-def describe_errors(exc: ValidationError, path: Path) -> str:
-    """One line per problem: file, dotted key, what is wrong and the value given."""
+def describe_errors(exc: ValidationError, origin: Path | Origin) -> str:
+    """One line per problem: where the value came from (a file, or `origin` of the key), the dotted key, what is
+    wrong and the value given."""
     lines = []
     for error in exc.errors():
         loc = list(error["loc"])
         if len(loc) > 1 and loc[0] == "backend" and loc[1] in BACKEND_KINDS:
             del loc[1]  # the discriminator's tag, not a key the user wrote
-        lines.append(f"{path}: {keyed(loc or ['(top level)'], describe_invalid(error))}")
+        source = origin(loc) if callable(origin) else str(origin)
+        lines.append(f"{source}: {keyed(loc or ['(top level)'], describe_invalid(error))}")
     return "\n".join(lines)
 
 

@@ -19,6 +19,7 @@ from a2a_wrapper.guard.settings import GuardSettings
 from a2a_wrapper.sections import Section
 from a2a_wrapper.shield.rules import ShieldConfig
 
+ENV_PREFIX = "A2A_WRAP_"  # nested keys joined by "__": A2A_WRAP_SERVER__PORT
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 
 
@@ -118,7 +119,7 @@ class AgentSettings(BaseSettings):
     """One agent: its card, server, backend and policies."""
 
     model_config = SettingsConfigDict(
-        env_prefix="A2A_WRAP_",
+        env_prefix=ENV_PREFIX,
         env_nested_delimiter="__",
         extra="forbid",
         alias_generator=to_camel,
