@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from a2a.server.tasks import TaskUpdater
 from a2a.types import Message
 
-from a2a_wrapper.backends.base import Backend, Prompt, Turn, events_of
+from a2a_wrapper.backends.base import Backend, Prompt, Session, Turn, events_of
 from a2a_wrapper.errors import BackendError, SessionGone
 from a2a_wrapper.events import Done, Permission, Plan, Question, StreamEvent, Text, Thought, ToolCall, ToolResult, Usage
 from a2a_wrapper.frontend.reporter import TaskReporter
@@ -194,9 +194,9 @@ class Turns:
             await reporter.finish(Done(outcome="failed", sentence=f"The backend could not run the turn: {exc}"))
             self._locks.release(scope.key)
             return None
-        reporter.metadata.update({"session": opened.session.id, "sessionRecreated": opened.recreated})
+        reporter.metadata.update({"session": opened.id, "sessionRecreated": opened.recreated})
         await reporter.working()
-        turn = self._backend.turn(opened.session, prompt)
+        turn = self._backend.turn(Session(id=opened.id, created=opened.created), prompt)
         live = LiveTurn(turn, events_of(turn), reporter, scope, prompt, self._turn_timeout)
         self._live[scope.task_id] = live
         self._drained.clear()
@@ -226,8 +226,8 @@ class Turns:
         log.info("the session of context %s is gone from the backend; opening another", live.scope.context_id)
         self._sessions.forget(live.key)
         opened = await self._sessions.session_for(live.key)
-        live.reporter.metadata.update({"session": opened.session.id, "sessionRecreated": opened.recreated})
-        live.turn = self._backend.turn(opened.session, live.prompt)
+        live.reporter.metadata.update({"session": opened.id, "sessionRecreated": opened.recreated})
+        live.turn = self._backend.turn(Session(id=opened.id, created=opened.created), live.prompt)
         live.events = events_of(live.turn)
         live.reopened = True
 

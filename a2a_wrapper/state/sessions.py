@@ -6,11 +6,11 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from a2a_wrapper.backends.base import Backend, Session
 from a2a_wrapper.config.settings import SessionSettings
 from a2a_wrapper.errors import BackendError
 from a2a_wrapper.state.sdk_tables import first_owner_of_context
@@ -66,15 +66,39 @@ async def migrate_to_callers(db: AsyncConnection, table: str, schema: str) -> No
     log.info("%s: gave each of the older version's contexts to the caller who started it", table)
 
 
+class OpenedSession(Protocol):
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def created(self) -> bool: ...
+
+
+class SessionBackend(Protocol):
+    """What the session map asks of a backend (a part of the Backend contract)."""
+
+    @property
+    def kind(self) -> str: ...
+
+    async def open_session(self, context_key: str, resume: str | None = None) -> OpenedSession: ...
+
+    async def close_session(self, session_id: str) -> None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ContextSession:
-    session: Session
+    id: str  # the backend's session id
+    created: bool  # False when an existing backend session was resumed
     recreated: bool  # the map had a session the backend no longer has
 
 
 class SessionMap:
     def __init__(
-        self, engine: AsyncEngine, backend: Backend, settings: SessionSettings, busy: Callable[[ContextKey], bool]
+        self,
+        engine: AsyncEngine,
+        backend: SessionBackend,
+        settings: SessionSettings,
+        busy: Callable[[ContextKey], bool],
     ) -> None:
         self._engine = engine
         self._backend = backend
@@ -100,12 +124,12 @@ class SessionMap:
         known = self._known.get(key) or await self._lookup(key)
         if known is not None and known in self._verified:
             self._last_used[key] = time.time()
-            return ContextSession(Session(known, created=False), recreated=False)
+            return ContextSession(known, created=False, recreated=False)
         session = await self._backend.open_session(key.backend_key, resume=known)
         await self._remember(key, session.id)
         if known is None:
             await self._evict_over_limit()
-        return ContextSession(session, recreated=known is not None and session.created)
+        return ContextSession(session.id, session.created, recreated=known is not None and session.created)
 
     async def known_sessions(self) -> set[str]:
         async with self._engine.connect() as db:
