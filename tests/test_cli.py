@@ -157,8 +157,16 @@ def test_schema_describes_the_config_file() -> None:
         ("card: {name: R}\nserver: {prot: 8000}\n", {}, ["server.prot: unknown key", "8000"]),
         ("card: {name: R}\nlogging: {level: LOUD}\n", {}, ["logging.level", "'LOUD'"]),
         ("card: {name: R}\nbackend: {password: '${NO_SUCH_VAR_A2A}'}\n", {}, ["backend.password", "NO_SUCH_VAR_A2A"]),
-        ("card: {name: R}\n", {"A2A_WRAP_SERVER__PORT": "eighty"}, ["environment variable A2A_WRAP_SERVER__PORT for ", "server.port", "'eighty'"]),
-        ("card: {name: R}\n", {"A2A_WRAP_CARD__SKILLS": "[oops"}, ["environment variable A2A_WRAP_CARD__SKILLS for ", "card: not valid JSON"]),
+        (
+            "card: {name: R}\n",
+            {"A2A_WRAP_SERVER__PORT": "eighty"},
+            ["environment variable A2A_WRAP_SERVER__PORT for ", "server.port", "'eighty'"],
+        ),
+        (
+            "card: {name: R}\n",
+            {"A2A_WRAP_CARD__SKILLS": "[oops"},
+            ["environment variable A2A_WRAP_CARD__SKILLS for ", "card: not valid JSON"],
+        ),
         ("card: {name: R}\n8000: port\n", {}, ["8000: unknown key", "'port'"]),
         ("card: [unclosed\n", {}, ["not valid YAML"]),
     ],
