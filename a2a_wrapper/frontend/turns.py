@@ -277,7 +277,7 @@ class Turns:
             case Plan():
                 await reporter.plan(event)
             case Permission():
-                pending = await self._gate.check(live, event)
+                pending = await self._gate.decide(live, event)
                 if pending is not None:
                     await self._pause(live, pending)
                     return True

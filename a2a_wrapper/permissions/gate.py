@@ -51,7 +51,7 @@ class PermissionGate:
         self._count = count
         self._agent = agent
 
-    async def check(self, turn: GatedTurn, request: Permission) -> Pending | None:
+    async def decide(self, turn: GatedTurn, request: Permission) -> Pending | None:
         """Decides a request by the rules: applied at once (None), or the Pending a person is asked."""
         started = time.monotonic()
         cls = classify(request)
