@@ -28,10 +28,7 @@ def write_config(path: Path, settings: Any) -> Path:
             "kind": "opencode",
             "binary": str(settings.backend.binary),
             "model": settings.backend.model,
-            "provider": {
-                **settings.backend.provider.model_dump(mode="json"),
-                "api_key": settings.backend.provider.api_key.get_secret_value(),
-            },
+            "provider": settings.backend.provider.model_dump(mode="json", exclude_none=True),  # no key: none set
         },
         "state_dir": str(path.parent / "state"),
     }

@@ -117,7 +117,7 @@ def test_the_code_review_example_checks(state_home: dict[str, str]) -> None:
     )
     assert backend["provider"]["base_url"] == "http://127.0.0.1:8765/v1"
     assert backend["provider"]["models"] == ["offline-model", "offline-small"]
-    assert backend["provider"]["api_key"] == MASK
+    assert backend["provider"]["api_key"] is None  # never set: not shown as a masked secret
     assert backend["system_prompt"] == (CODE_REVIEW.parent / "instructions.md").read_text()
     assert backend["workdir"] == str(CODE_REVIEW.parent / "workspace")
     assert (config["server"]["port"], config["auto_approve"]) == (8000, False)

@@ -14,7 +14,7 @@ class ModelProvider(Section):
     id: str = Field(pattern=r"^[A-Za-z0-9_-]+$")
     name: str | None = None
     base_url: str = Field(pattern=r"^https?://")
-    api_key: SecretStr = SecretStr("not-needed")
+    api_key: SecretStr | None = Field(None, description="Sent as the bearer; none for a server without keys.")
     models: list[str] = Field(min_length=1)
 
 

@@ -118,11 +118,16 @@ def opencode_config(backend: OpenCodeSettings) -> dict[str, Any]:
     return _merge(_merge(config, mcp.for_opencode(backend.mcp_servers)), backend.opencode_config)
 
 
+def _api_key(provider: ModelProvider) -> str:
+    # OpenCode's OpenAI-compatible provider sends a bearer whatever happens: a placeholder for a server without keys
+    return provider.api_key.get_secret_value() if provider.api_key is not None else "not-needed"
+
+
 def _provider(provider: ModelProvider) -> dict[str, Any]:
     return {
         "npm": "@ai-sdk/openai-compatible",
         "name": provider.name or provider.id,
-        "options": {"baseURL": provider.base_url, "apiKey": provider.api_key.get_secret_value()},
+        "options": {"baseURL": provider.base_url, "apiKey": _api_key(provider)},
         "models": {
             model: {"name": model, "tool_call": True, "limit": {"context": 128000, "output": 4096}}
             for model in provider.models
