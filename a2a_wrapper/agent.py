@@ -26,6 +26,7 @@ from a2a_wrapper.frontend.metrics import AgentMetrics
 from a2a_wrapper.frontend.turns import ContextLocks, Turns
 from a2a_wrapper.permissions.gate import PermissionGate
 from a2a_wrapper.permissions.policy import Policy, build_policy
+from a2a_wrapper.ports import bind_port
 from a2a_wrapper.sandbox import Sandbox, describe_runtime
 from a2a_wrapper.shield.decision import PermissionPolicy
 from a2a_wrapper.state.audit import AuditLog
@@ -156,6 +157,7 @@ async def serve(settings: AgentSettings) -> None:
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal)
+    listener = bind_port(settings.server.host, settings.server.port, f"agent {settings.card.name!r}")
     try:
         async with running_agent(settings) as agent:
             config = uvicorn.Config(
@@ -168,12 +170,13 @@ async def serve(settings: AgentSettings) -> None:
             )
             server = _Server(config)
             log.info("agent %r serving; card at %s", settings.card.name, agent.card_url)
-            await server.serve()
+            await server.serve(sockets=[listener])
     except asyncio.CancelledError:
         if not signals:
             raise
         log.info("agent %r stopped during start-up", settings.card.name)
     finally:
+        listener.close()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
 

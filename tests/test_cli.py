@@ -2,6 +2,7 @@
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -322,3 +323,16 @@ def test_check_redacts_credentials_in_mcp_servers(tmp_path: Path, state_home: di
     result = a2a_wrap("check", "--config", str(write(tmp_path, data)), env=state_home)
     assert result.returncode == 0, result.stderr
     assert token not in result.stdout
+
+
+def test_a_taken_port_is_refused_before_the_backend_starts(tmp_path: Path, state_home: dict[str, str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        path = write(tmp_path, {"card": {"name": "late"}, "server": {"port": port}, "runtime": {"kind": "process"}})
+        result = a2a_wrap("serve", "--config", str(path), env=state_home)
+    assert result.returncode != 0
+    assert f"agent 'late': cannot listen on 127.0.0.1:{port} (Address already in use)" in result.stderr
+    assert "serving" not in result.stderr and "Traceback" not in result.stderr
+    assert " started " not in result.stderr  # no backend process was started only to be stopped again

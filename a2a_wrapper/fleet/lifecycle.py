@@ -18,7 +18,6 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 import httpx
 import uvicorn
 
-from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.fleet.fleet_file import RegistrySettings
 from a2a_wrapper.fleet.ownership import StateLocks
 from a2a_wrapper.fleet.registry import Listed, build_registry_app
@@ -26,6 +25,7 @@ from a2a_wrapper.fleet.reload import watch_fleet
 from a2a_wrapper.fleet.remote import RemoteAgent
 from a2a_wrapper.fleet.spec import AgentSpec, Fleet, RemoteSpec
 from a2a_wrapper.fleet.supervisor import OnRunning, Supervisor
+from a2a_wrapper.ports import bind_port
 
 log = logging.getLogger(__name__)
 
@@ -68,19 +68,6 @@ class _RegistryServer(uvicorn.Server):
 def _bind(settings: RegistrySettings) -> socket.socket:
     """Bound here, so that a taken port is a sentence rather than uvicorn's exit."""
     return bind_port(settings.host, settings.port, "registry")
-
-
-def bind_port(host: str, port: int, who: str) -> socket.socket:
-    """A socket bound as uvicorn binds (SO_REUSEADDR); a taken port is a ConfigError naming `who`."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise ConfigError(f"{who}: cannot listen on {host}:{port} ({exc.strerror})") from exc
-    return sock
 
 
 def check_ports(agents: Sequence[AgentSpec]) -> None:
