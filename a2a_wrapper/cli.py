@@ -325,13 +325,14 @@ def backends() -> None:
 @backends.command("install")
 @click.argument("kinds", nargs=-1)
 def backends_install(kinds: tuple[str, ...]) -> None:
-    """Install the pinned backends from the npm registry (all when none named)."""
+    """Install the pinned backends from the npm registry (all when none named); one already installed at its
+    pinned version is kept. Progress goes to stderr; stdout gets one `KIND: BINARY` line per backend."""
     setup_logging("INFO")
     for kind in kinds or tuple(installer.PINNED):
         if kind not in installer.PINNED:
             raise click.BadParameter(f"unknown backend {kind!r}; known: {', '.join(installer.PINNED)}")
         try:
-            path = asyncio.run(installer.install(kind))
+            path = asyncio.run(installer.install(kind, lambda line: click.echo(line, err=True)))
         except WrapperError as exc:
             raise click.ClickException(str(exc)) from exc
         click.echo(f"{kind}: {path}")
