@@ -7,20 +7,17 @@ fails its running turns and is started again with backoff; sessions are resumed 
 import asyncio
 import logging
 import os
-import subprocess
-from pathlib import Path
 from typing import Any
 
-from copilot import CopilotClient, CopilotSession, RuntimeConnection
-from copilot.client import StdioRuntimeConnection
+from copilot import CopilotClient, CopilotSession
 from copilot.generated.rpc import PermissionDecisionReject
 
 from a2a_wrapper.backends.base import Prompt, Session
-from a2a_wrapper.backends.copilot import launch
-from a2a_wrapper.backends.copilot.sdk_logs import quiet_sdk_logs
+from a2a_wrapper.backends.copilot import launch, sdk
 from a2a_wrapper.backends.copilot.turn import CopilotTurn, Decision, blocked, unanswered
 from a2a_wrapper.backends.install import find_binary
-from a2a_wrapper.background import cancel_and_wait
+from a2a_wrapper.backends.kit.restarter import Restarter
+from a2a_wrapper.backends.kit.router import SessionRouter
 from a2a_wrapper.config.backends import CopilotSettings
 from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.errors import BackendError, BackendUnavailable, SessionGone
@@ -28,7 +25,6 @@ from a2a_wrapper.sandbox import Sandbox
 
 log = logging.getLogger(__name__)
 
-_RESTART_BACKOFF = (0.5, 1.0, 2.0, 5.0, 10.0)
 _HEALTH_TIMEOUT = 3.0
 
 
@@ -45,107 +41,65 @@ class CopilotBackend:
         self._launch: launch.Launch | None = None
         self._client: CopilotClient | None = None
         self._attached: dict[str, CopilotSession] = {}  # sessions resumed or created on the current client
-        self._turns: dict[str, CopilotTurn] = {}  # session id -> its running turn
-        self._supervisor: asyncio.Task[None] | None = None
+        self._turns: SessionRouter[CopilotTurn] = SessionRouter()
+        self._restarter = Restarter(f"{self._name}/copilot", self)
         self._down: str | None = "the Copilot CLI is not started"
-        self._stopping = False
-        self.restarts = 0
 
     # lifecycle
 
     async def start(self) -> None:
-        quiet_sdk_logs()
         binary = self._settings.binary or find_binary("copilot")
         self._launch = launch.prepare(binary, self._settings, self._state_dir, dict(os.environ))
         self._settings.workdir.mkdir(parents=True, exist_ok=True)
-        await self._spawn()
-        self._supervisor = asyncio.create_task(self._supervise(), name=f"{self._name}-copilot-supervisor")
+        await self.spawn()
+        self._restarter.start()
 
-    async def _spawn(self) -> None:
+    async def spawn(self) -> None:
         assert self._launch is not None
-        connection, env = self._connection(self._launch)
-        client = CopilotClient(
-            connection=connection,
-            working_directory=str(self._settings.workdir),
-            env=env,
-            base_directory=str(self._launch.copilot_home),
-            github_token=self._launch.github_token,
-            use_logged_in_user=False,
-        )
         try:
-            async with asyncio.timeout(self._settings.startup_timeout):
-                await client.start()
-        except BaseException as exc:
-            await _force_stop(client)
-            if isinstance(exc, Exception):  # RuntimeError with the CLI's stderr, TimeoutError, JsonRpcError, OSError
-                raise BackendUnavailable(f"The Copilot CLI did not start: {exc or 'no answer in time'}") from exc
+            self._client = await sdk.start_client(self._launch, self._settings, self._sandbox)
+        except BackendUnavailable as exc:
+            self._down = f"the Copilot CLI could not be started: {exc}"
             raise
-        self._client, self._down = client, None
+        self._down = None
         log.info("[%s] copilot CLI started (pid %s)", self._name, self.pid)
 
-    def _connection(self, plan: launch.Launch) -> tuple[StdioRuntimeConnection, dict[str, str]]:
-        """The CLI by its path (never the SDK's download); in the sandbox, bubblewrap runs it and the SDK's own
-        arguments follow the CLI's path."""
-        if self._sandbox is None:
-            return RuntimeConnection.for_stdio(path=str(plan.binary)), plan.env
-        binary = Path(plan.binary).resolve()
-        # No new session for the SDK's child otherwise: it would share the wrapper's terminal.
-        wrapped = self._sandbox.wrap(
-            [str(binary)], plan.env, own=[plan.copilot_home.parent], programs=[binary.parent], new_session=True
-        )
-        bwrap, *arguments = wrapped.argv
-        return RuntimeConnection.for_stdio(path=bwrap, args=arguments), wrapped.env
-
     async def stop(self) -> None:
-        self._stopping = True
-        if self._supervisor is not None:
-            await cancel_and_wait(self._supervisor)
-        for turn in list(self._turns.values()):
+        await self._restarter.stop()
+        for turn in self._turns.take_all():
             turn.backend_exited("The agent is shutting down.")
         if self._client is not None:
-            await _stop(self._client)
+            await sdk.stop(self._client)
             log.info("[%s] copilot CLI stopped", self._name)
         self._client, self._down = None, "the Copilot CLI is stopped"
 
     @property
     def pid(self) -> int | None:
-        process = _process(self._client)
+        process = sdk.cli_process(self._client)
         return process.pid if process is not None else None
 
-    async def _supervise(self) -> None:
-        """A CLI that exits fails its running turns and is started again, with backoff."""
-        attempt = 0
-        while True:
-            process = _process(self._client)
-            assert process is not None
-            code = await asyncio.to_thread(process.wait)
-            if self._stopping:
-                return
-            self._down = f"the Copilot CLI (pid {process.pid}) exited with code {code}; it is being restarted"
-            log.warning("[%s] %s", self._name, self._down)
-            sentence = f"The Copilot CLI stopped during the turn (exit code {code}); it is being restarted."
-            for turn in list(self._turns.values()):
-                turn.backend_exited(sentence + " Send the message again.")
-            self._turns.clear()
-            self._attached.clear()
-            if self._client is not None:
-                await _force_stop(self._client)
-            while not self._stopping:
-                await asyncio.sleep(_RESTART_BACKOFF[min(attempt, len(_RESTART_BACKOFF) - 1)])
-                attempt += 1
-                try:
-                    await self._spawn()
-                except BackendUnavailable as exc:
-                    self._down = f"the Copilot CLI could not be restarted: {exc}"
-                    log.warning("[%s] %s", self._name, self._down)
-                    continue
-                self.restarts += 1
-                attempt = 0
-                break
+    @property
+    def restarts(self) -> int:
+        return self._restarter.restarts
+
+    async def wait_exit(self) -> int:
+        process = sdk.cli_process(self._client)
+        assert process is not None
+        return await asyncio.to_thread(process.wait)
+
+    async def exited(self, code: int) -> None:
+        """The running turns fail; sessions are resumed on the next CLI as turns need them."""
+        self._down = f"the Copilot CLI (pid {self.pid}) exited with code {code}; it is being restarted"
+        sentence = f"The Copilot CLI stopped during the turn (exit code {code}); it is being restarted."
+        for turn in self._turns.take_all():
+            turn.backend_exited(sentence + " Send the message again.")
+        self._attached.clear()
+        if self._client is not None:
+            await sdk.force_stop(self._client)
 
     async def health(self) -> dict[str, Any]:
         status: dict[str, Any] = {"kind": self.kind, "restarts": self.restarts, "pid": self.pid}
-        process = _process(self._client)
+        process = sdk.cli_process(self._client)
         if self._down is not None or self._client is None or process is None or process.poll() is not None:
             return {**status, "healthy": False, "error": self._down or "the Copilot CLI is not running"}
         try:
@@ -202,12 +156,11 @@ class CopilotBackend:
         if session_id not in self._attached and not await self._exists(session_id):
             raise SessionGone(f"Copilot has no session {session_id}")
         sdk_session = await self._resume(session_id)
-        self._turns[session_id] = turn
+        self._turns.open(session_id, turn)
         return sdk_session
 
     def detach(self, session_id: str, turn: CopilotTurn) -> None:
-        if self._turns.get(session_id) is turn:
-            del self._turns[session_id]
+        self._turns.close(session_id, turn)
 
     async def _resume(self, session_id: str) -> CopilotSession:
         if session_id in self._attached:
@@ -261,33 +214,3 @@ class CopilotBackend:
             "on_permission_request": on_permission_request,
             "on_user_input_request": on_user_input_request,
         }
-
-
-def _process(client: CopilotClient | None) -> "subprocess.Popen[bytes] | None":
-    """The CLI child the SDK spawned (it keeps it private; we need its pid and exit)."""
-    return getattr(client, "_cli_process", None) if client is not None else None
-
-
-async def _stop(client: CopilotClient) -> None:
-    """The SDK's graceful stop, then no CLI left behind whatever it reported."""
-    process = _process(client)
-    try:
-        await client.stop()
-    except Exception as exc:  # an ExceptionGroup of StopErrors: logged, the process is still reaped below
-        log.warning("copilot client stop reported: %s", exc)
-    await _reap(process)
-
-
-async def _force_stop(client: CopilotClient) -> None:
-    process = _process(client)
-    try:
-        await client.force_stop()
-    except Exception as exc:
-        log.debug("copilot client force_stop reported: %s", exc)
-    await _reap(process)
-
-
-async def _reap(process: "subprocess.Popen[bytes] | None") -> None:
-    if process is not None and process.poll() is None:
-        process.kill()
-        await asyncio.to_thread(process.wait)

@@ -9,6 +9,7 @@ with the hook's decision, not decided and audited again.
 """
 
 import asyncio
+import base64
 import json
 import logging
 import uuid
@@ -20,15 +21,17 @@ from copilot.generated.rpc import PermissionDecisionApproveOnce, PermissionDecis
 from copilot.generated.session_events import SessionEvent, SessionEventType
 
 from a2a_wrapper.backends.base import Batch, Prompt, Session
-from a2a_wrapper.backends.copilot.prompt import message_of
 from a2a_wrapper.backends.copilot.translate import Translator, call_key
+from a2a_wrapper.backends.kit.abort import wait_stopped
+from a2a_wrapper.backends.kit.pending import PendingReplies
+from a2a_wrapper.backends.kit.prompt_files import content_of, is_inline, name_of
 from a2a_wrapper.backends.kit.stream import as_is, batches
 from a2a_wrapper.events import Done, Question, StreamEvent
 
 log = logging.getLogger(__name__)
 
 Decision = PermissionDecisionApproveOnce | PermissionDecisionReject
-_ABORT_GRACE = 5.0
+_TEXT_TYPES = ("text/", "application/json", "application/xml", "application/yaml")  # sent inline as text
 # Event types the translator reads; the rest (the CLI emits dozens, many untyped) are not even decoded.
 _READ = frozenset(
     {
@@ -79,7 +82,7 @@ class CopilotTurn:
         self._queue: asyncio.Queue[StreamEvent] = asyncio.Queue()
         self._translator = Translator(host.mcp_servers)
         self._sdk: CopilotSession | None = None
-        self._waiting: dict[str, asyncio.Future[Any]] = {}  # permission or question id -> its answer
+        self._waiting: PendingReplies[Any] = PendingReplies()  # a permission's Decision, a question's text
         self._decided: dict[str, Decision] = {}  # one tool call asking the same again (read: twice) is not re-asked
         self._hook_allowed: set[str] = set()  # calls (tool and arguments) the pre-tool hook let run
         self._closed = False  # nobody reads the events any more
@@ -92,8 +95,8 @@ class CopilotTurn:
         self._sdk = await self._host.attach(self._session.id, self)  # SessionGone: nothing was sent
         unsubscribe = self._sdk.on(self._on_event)
         try:
-            text, attachments = message_of(self._prompt)
             try:
+                text, attachments = message_of(self._prompt)
                 await self._sdk.send(text, attachments=attachments or None)  # type: ignore[arg-type]
             except Exception as exc:  # the SDK raises JsonRpcError, ProcessExitedError, RuntimeError, OSError
                 self._finished = True
@@ -166,37 +169,21 @@ class CopilotTurn:
         return {"answer": text, "wasFreeform": text not in choices}
 
     async def _wait(self, request_id: str, event: StreamEvent) -> Any:
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._waiting[request_id] = future
-        self._queue.put_nowait(event)
-        try:
-            return await future
-        finally:
-            self._waiting.pop(request_id, None)
+        return await self._waiting.wait(request_id, lambda: self._queue.put_nowait(event))
 
     def _release(self, sentence: str) -> None:
         """Every request still waiting is denied (a question: left unanswered)."""
-        for request_id, future in list(self._waiting.items()):
-            if not future.done():
-                future.set_result(
-                    None if request_id.startswith(QUESTION_PREFIX) else PermissionDecisionReject(feedback=sentence)
-                )
+        denied = PermissionDecisionReject(feedback=sentence)
+        self._waiting.settle_all(lambda request_id: None if request_id.startswith(QUESTION_PREFIX) else denied)
 
     # answers from the executor
 
     async def reply(self, permission_id: str, decision: Literal["allow", "deny"], reason: str) -> None:
         answer = PermissionDecisionApproveOnce() if decision == "allow" else PermissionDecisionReject(feedback=reason)
-        self._settle(permission_id, answer)
+        self._waiting.settle(permission_id, answer)
 
     async def answer(self, question_id: str, text: str | None) -> None:
-        self._settle(question_id, text)
-
-    def _settle(self, request_id: str, value: Any) -> None:
-        future = self._waiting.get(request_id)
-        if future is None or future.done():
-            log.info("session %s: %s is not waiting for an answer", self._session.id, request_id)
-            return
-        future.set_result(value)
+        self._waiting.settle(question_id, text)
 
     async def abort(self) -> None:
         """Abort the running turn and wait (bounded) until the CLI says the session is idle."""
@@ -207,11 +194,26 @@ class CopilotTurn:
         stop_watching = self._sdk.on(lambda event: idle.set() if event.type is SessionEventType.SESSION_IDLE else None)
         try:
             await self._sdk.abort()
-            async with asyncio.timeout(_ABORT_GRACE):
-                await idle.wait()
-        except TimeoutError:
-            log.warning("session %s was still busy %.0f s after abort", self._session.id, _ABORT_GRACE)
+            await wait_stopped(idle.wait(), self._session.id)
         except Exception as exc:  # a CLI that is gone has nothing left to abort
             log.warning("session %s: abort failed: %s", self._session.id, exc)
         finally:
             stop_watching()
+
+
+def message_of(prompt: Prompt) -> tuple[str, list[dict[str, Any]]]:
+    """What `session.send` takes: text files inline in the text, other inline files as blobs, links named."""
+    texts = [prompt.text] if prompt.text else []
+    blobs: list[dict[str, Any]] = []
+    for file in prompt.files:
+        name = name_of(file)
+        if not is_inline(file):
+            texts.append(f"Attached file {name} ({file.media_type}): {file.url}")
+            continue
+        body = content_of(file)
+        if file.media_type.startswith(_TEXT_TYPES):
+            texts.append(f'<file name="{name}" type="{file.media_type}">\n{body.decode(errors="replace")}\n</file>')
+        else:
+            data = base64.b64encode(body).decode()
+            blobs.append({"type": "blob", "data": data, "mimeType": file.media_type, "displayName": name})
+    return "\n\n".join(texts), blobs
