@@ -1,27 +1,35 @@
-"""`a2a-wrap demo`: the three-provider fleet behind its registry, on the offline model, as a user runs it."""
+"""`a2a-wrap demo`: the three-provider fleet behind its registry, on the offline model, as a user runs it: what it
+prints, that the printed commands run from anywhere, and two demos on one machine."""
 
+import asyncio
+import os
+import re
+import shlex
 import signal
 import socket
+import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from tests.helpers.a2a_wire import send, task_answer
-from tests.test_fleet_helpers import FleetProcess, processes_under, running, wait_until
+from tests.test_fleet_helpers import processes_under
 
 pytestmark = pytest.mark.slow
 
 DEMO_AGENTS = {"opencode-coder": "opencode", "copilot-coder": "copilot", "acp-reviewer": "acp"}
+A2A_WRAP = Path(sys.executable).parent / "a2a-wrap"  # the venv's script, run without activating the venv
 
 
-def free_block(size: int) -> int:
+def free_block(size: int, avoid: range = range(0)) -> int:
     """A port whose next `size - 1` ports are free too (the demo puts its agents right after the registry)."""
     for _ in range(50):
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             base = int(probe.getsockname()[1])
-        if base + size > 65535:
+        if base + size > 65535 or set(range(base, base + size)) & set(avoid):
             continue
         try:
             for port in range(base, base + size):
@@ -33,19 +41,166 @@ def free_block(size: int) -> int:
     raise AssertionError("no block of free ports")
 
 
-async def test_the_demo_runs_three_providers_behind_one_registry(tmp_path: Path, http: httpx.AsyncClient) -> None:
+class Demo:
+    """`a2a-wrap demo` in a subprocess, with a user's environment (XDG_STATE_HOME set, the venv not on PATH)."""
+
+    def __init__(self, process: asyncio.subprocess.Process, port: int) -> None:
+        self.process = process
+        self.port = port
+        self.registry = f"http://127.0.0.1:{port}"
+        self.out: list[str] = []
+        self.err: list[str] = []
+        self._changed = asyncio.Condition()
+        assert process.stdout is not None and process.stderr is not None
+        self._readers = [
+            asyncio.create_task(self._read(process.stdout, self.out)),
+            asyncio.create_task(self._read(process.stderr, self.err)),
+        ]
+
+    @classmethod
+    async def start(cls, state_home: Path, port: int, *args: str) -> "Demo":
+        env = {k: v for k, v in os.environ.items() if not k.startswith("A2A_WRAP_") and k != "VIRTUAL_ENV"}
+        env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if Path(p) != A2A_WRAP.parent)
+        env["XDG_STATE_HOME"] = str(state_home)
+        process = await asyncio.create_subprocess_exec(
+            A2A_WRAP, "demo", "--port", str(port), *args,
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            env=env, cwd=state_home,
+        )  # fmt: skip
+        return cls(process, port)
+
+    async def _read(self, stream: asyncio.StreamReader, lines: list[str]) -> None:
+        async for raw in stream:
+            async with self._changed:
+                lines.append(raw.decode(errors="replace").rstrip())
+                self._changed.notify_all()
+
+    async def printed(self, pattern: str, timeout: float) -> str:
+        """The first stdout line matching `pattern`, waited for."""
+        regex = re.compile(pattern)
+        try:
+            async with asyncio.timeout(timeout), self._changed:
+                while True:
+                    found = next((line for line in self.out if regex.search(line)), None)
+                    if found is not None:
+                        return found
+                    if self.process.returncode is not None:
+                        raise AssertionError(f"the demo exited ({self.process.returncode}):\n{self.log()}")
+                    await self._changed.wait()
+        except TimeoutError:
+            raise AssertionError(f"nothing printed matches {pattern!r}:\n{self.log()}") from None
+
+    async def stop(self, timeout: float = 90) -> int:
+        if self.process.returncode is None:
+            self.process.send_signal(signal.SIGINT)
+        async with asyncio.timeout(timeout):
+            code = await self.process.wait()
+        await asyncio.gather(*self._readers)
+        return code
+
+    def log(self) -> str:
+        return "\n".join(["stdout:", *self.out, "stderr:", *self.err[-40:]])
+
+
+async def listed(http: httpx.AsyncClient, demo: Demo) -> dict[str, dict[str, Any]]:
+    response = await http.get(demo.registry + "/agents")
+    return {agent["name"]: agent for agent in response.json()["agents"]}
+
+
+async def run_printed(command: str, cwd: Path) -> str:
+    """A command line as the demo printed it, run by a shell from another folder."""
+    process = await asyncio.create_subprocess_shell(
+        command, cwd=cwd, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+    )
+    async with asyncio.timeout(60):
+        output, _ = await process.communicate()
+    assert process.returncode == 0, f"{command}\n{output.decode()}"
+    return output.decode()
+
+
+@pytest.mark.timeout(300)
+async def test_the_demo_prints_each_agent_then_commands_that_run_from_anywhere(
+    tmp_path: Path, http: httpx.AsyncClient
+) -> None:
     port = free_block(4)
-    demo = await FleetProcess.start("demo", "--state-dir", str(tmp_path), port=port)
+    demo = await Demo.start(tmp_path, port)
     try:
-        listed = await wait_until(http, demo, running(*DEMO_AGENTS), timeout=150)
-        assert {name: agent["backend"] for name, agent in listed.items()} == DEMO_AGENTS
-        assert any(demo.registry + "/agents" in line for line in demo.lines), "the registry URL is printed"
-        for name, agent in listed.items():
-            card = (await http.get(agent["card_url"])).json()
-            assert card["name"] == name
+        await demo.printed(r"^all 3 agents running \(registry at " + re.escape(demo.registry) + r"/agents\)$", 200)
+        folder = tmp_path / "a2a-wrapper" / f"demo-{port}"
+        for offset, name in enumerate(DEMO_AGENTS, start=1):
+            line = await demo.printed(rf"^agent: +{name} ", 1)
+            assert line.split()[2:] == [f"http://127.0.0.1:{port + offset}", "workspace", f"{folder}/{name}/workspace"]
+            assert (folder / name / "workspace").is_dir()
+            await demo.printed(rf"^ready: +{name} +pid \d+, \d+ s after the demo started$", 1)
+        stop = await demo.printed(r"^Ctrl-C stops everything", 1)
+        assert demo.out.index(stop) == len(demo.out) - 1, "how to stop is the last line, under the commands"
+
+        status = await demo.printed(r"^  .* status --registry ", 1)
+        assert status.split()[0] == str(A2A_WRAP), "the venv's script, by its path: the venv is not activated"
+        table = await run_printed(status, cwd=Path("/"))
+        assert all(re.search(rf"^{name} +running +", table, re.M) for name in DEMO_AGENTS), table
+        hello = await demo.printed(r'^  .* send http://\S+ "hello"$', 1)
+        assert "Offline model reply: hello" in await run_printed(hello, cwd=Path("/"))
+
+        agents = await listed(http, demo)
+        assert {name: agent["backend"] for name, agent in agents.items()} == DEMO_AGENTS
+        for name, agent in agents.items():
             task = await send(http, agent["url"] + "/a2a/jsonrpc", f"hello {name}")
             assert task_answer(task) == f"Offline model reply: hello {name}"
     finally:
-        code = await demo.stop(signal.SIGINT, timeout=90)
+        code = await demo.stop()
     assert code == 0, demo.log()
+    assert demo.out[-1] == "stopped: every agent and its backend"
     assert processes_under(tmp_path) == [], "Ctrl-C leaves no agent and no backend behind"
+
+
+def snapshot(folder: Path) -> dict[str, tuple[bytes, int]]:
+    """Every config the demo wrote, with its bytes and modification time."""
+    files = [folder / "fleet.yaml", *sorted(folder.glob("*/config.yaml"))]
+    return {str(path): (path.read_bytes(), path.stat().st_mtime_ns) for path in files}
+
+
+@pytest.mark.timeout(420)
+async def test_two_demos_run_side_by_side_and_a_third_on_a_taken_folder_is_refused(
+    tmp_path: Path, http: httpx.AsyncClient
+) -> None:
+    first_port = free_block(4)
+    second_port = free_block(4, avoid=range(first_port - 3, first_port + 4))
+    first = await Demo.start(tmp_path, first_port)
+    second = await Demo.start(tmp_path, second_port)
+    try:
+        for demo in (first, second):
+            await demo.printed(r"^all 3 agents running ", 300)
+        folders = {demo: tmp_path / "a2a-wrapper" / f"demo-{demo.port}" for demo in (first, second)}
+        for demo in (first, second):
+            agents = await listed(http, demo)
+            assert sorted(agents) == sorted(DEMO_AGENTS)
+            assert sorted(agent["url"] for agent in agents.values()) == [
+                f"http://127.0.0.1:{demo.port + offset}" for offset in (1, 2, 3)
+            ], "each registry lists its own agents, on its own ports"
+            assert all(Path(agent["config"]).is_relative_to(folders[demo]) for agent in agents.values())
+            assert all(agent["state"] == "running" and agent["restarts"] == 0 for agent in agents.values())
+        before = snapshot(folders[first])
+
+        third_port = free_block(4, avoid=range(min(first_port, second_port) - 3, max(first_port, second_port) + 4))
+        on_its_folder = await Demo.start(tmp_path, third_port, "--state-dir", str(folders[first]))
+        on_its_port = await Demo.start(tmp_path, first_port)
+        for refused in (on_its_folder, on_its_port):
+            async with asyncio.timeout(30):
+                assert await refused.process.wait() == 1
+            await refused.stop()
+            message = "\n".join(refused.err)
+            assert f"another demo runs here: {folders[first]} is in use by pid {first.process.pid} (" in message
+            assert "A second demo needs its own ports and folder: " in message, message
+        suggested = re.search(r"`(.*)` \(its state goes to (\S+)\)", "\n".join(on_its_port.err))
+        assert suggested is not None and shlex.split(suggested[1])[1:3] == ["demo", "--port"], on_its_port.err
+        assert shlex.split(suggested[1])[0] == str(A2A_WRAP)
+
+        assert snapshot(folders[first]) == before, "the refused demos wrote nothing in the first one's folder"
+        agents = await listed(http, first)
+        assert all(agent["state"] == "running" and agent["restarts"] == 0 for agent in agents.values())
+    finally:
+        codes = [await demo.stop() for demo in (first, second)]
+    assert codes == [0, 0], first.log() + second.log()
+    assert not any("address already in use" in line.lower() for line in first.err + second.err)
+    assert processes_under(tmp_path) == []
