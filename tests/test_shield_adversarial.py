@@ -193,7 +193,7 @@ ADVERSARIAL = [
     ("very-long", bash("ls " + "a " * 20_000), "deny"),
     ("empty", bash(""), "deny"),
     ("no-command", bash(None), "deny"),
-    ("unknown-kind", Permission(id="per_4", kind="frobnicate", tool="frob"), "deny"),
+    ("unknown-kind", Permission(id="per_4", kind="frobnicate", tool="frob"), "deny"),  # type: ignore[arg-type]
     ("mcp-by-name", Permission(id="per_5", kind="other", tool="github_delete_repo"), "deny"),
 ]
 

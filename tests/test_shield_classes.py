@@ -125,7 +125,7 @@ def test_destructive(command: str, expected: bool) -> None:
         ("execute", "bash -c 'git clean -f'", "delete"),
         ("execute", "cat <<EOF", "execute"),  # unparseable: the kind's class (and denied when decided)
         ("read", None, "read"),
-        ("shell", "mv a b", "delete"),
+        ("execute", "mv a b", "delete"),
         ("frobnicate", None, "other"),
     ],
 )

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from a2a_wrapper.events import Permission
+from a2a_wrapper.events import Permission, ToolKind
 from a2a_wrapper.shield import (
     BUILT_IN_DEFAULTS,
     Rule,
@@ -60,7 +60,7 @@ def workspace(tmp_path: Path) -> Path:
         (fetch("https://docs.python.org/"), "ask", "default:network"),
         (Permission(id="p", kind="mcp", tool="github_create_issue"), "ask", "default:mcp"),
         (Permission(id="p", kind="delegate", tool="task"), "deny", "default:other"),
-        (Permission(id="p", kind="frobnicate", tool="frob"), "deny", "default:other"),
+        (Permission(id="p", kind="frobnicate", tool="frob"), "deny", "default:other"),  # type: ignore[arg-type]
         (Permission(id="p", kind="think", tool="todowrite"), "allow", "default:read"),
         (bash(None), "deny", "shield:unchecked"),
         (bash("   "), "deny", "shield:unchecked"),
@@ -325,7 +325,7 @@ def test_a_command_request_with_its_own_paths_and_url(workspace: Path, request_:
 
 
 @pytest.mark.parametrize("kind", ["read", "edit", "write", "delete", "move"])
-def test_a_file_tool_naming_no_file_is_never_allowed_as_inside(kind: str, tmp_path: Path) -> None:
+def test_a_file_tool_naming_no_file_is_never_allowed_as_inside(kind: ToolKind, tmp_path: Path) -> None:
     """Some ACP agents ask before they know the file: an allow rule for the workspace must not cover that."""
     rules = config({"name": "inside-ok", "decision": "allow", "workspace": "inside"}, read="allow", write="allow")
     decision = Shield(rules, tmp_path).decide(Permission(id="per_9", kind=kind, tool=kind))
