@@ -15,6 +15,7 @@ from a2a_wrapper.errors import BackendUnavailable
 log = logging.getLogger(__name__)
 
 _PR_SET_PDEATHSIG = 1
+_LEVEL_WORD = re.compile(r"^(DEBUG|INFO|WARNING|ERROR|CRITICAL) +")
 _LINE_LIMIT = 16 * 1024 * 1024  # with stdio, one protocol message per line: files and diffs make long lines
 
 
@@ -28,9 +29,10 @@ class OutputLog:
     """A child's output, line by line: logged with its name, the last lines kept for error messages, and
     readiness as the first line that matches a pattern (shared by processes and containers)."""
 
-    def __init__(self, name: str, level: int = logging.DEBUG) -> None:
+    def __init__(self, name: str, level: int | None = logging.DEBUG) -> None:
         self._name = name
-        self._level = level
+        self._own_levels = level is None  # a child of ours: each line starts with its level ("WARNING name: ...")
+        self._level = logging.INFO if level is None else level
         self._tail: list[str] = []
         self._pattern: re.Pattern[str] | None = None
         self._ready: asyncio.Future[re.Match[str]] | None = None
@@ -41,7 +43,11 @@ class OutputLog:
 
     def line(self, line: str) -> None:
         self._tail = [*self._tail[-19:], line]
-        log.log(self._level, "[%s] %s", self._name, line)
+        shown = line
+        if self._own_levels and (word := _LEVEL_WORD.match(line)):
+            self._level = logging.getLevelNamesMapping()[word.group(1)]  # lines after it (a traceback) keep it
+            shown = line[word.end() :]  # logged at that level: the word would be said twice
+        log.log(self._level, "[%s] %s", self._name, shown)
         if self._ready is not None and not self._ready.done() and self._pattern:
             match = self._pattern.search(line)
             if match:
@@ -83,7 +89,7 @@ class ChildProcess:
         argv: Sequence[str],
         env: Mapping[str, str],
         cwd: Path,
-        output_level: int = logging.DEBUG,
+        output_level: int | None = logging.DEBUG,  # None: each line's own level word (an a2a-wrap child)
         stdio: bool = False,
     ) -> None:
         self.name = name

@@ -72,6 +72,7 @@ class TimeoutSettings(Section):
 
 class LoggingSettings(Section):
     level: LogLevel = "INFO"
+    timestamps: bool = Field(True, description="Off when a supervisor stamps each line (the fleet sets it so).")
 
     @field_validator("level", mode="before")
     @classmethod

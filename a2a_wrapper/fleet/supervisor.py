@@ -28,6 +28,9 @@ from a2a_wrapper.process import ChildProcess
 
 log = logging.getLogger(__name__)
 
+# The fleet stamps each of its agents' lines itself and logs it at the agent's own level.
+CHILD_LOGGING = {"A2A_WRAP_LOGGING__TIMESTAMPS": "false"}
+
 State = Literal["starting", "running", "backoff", "fatal", "stopped"]
 _START_MARGIN = 30.0  # the interpreter, the database and the front end, on top of the backend's own start
 
@@ -102,7 +105,7 @@ class SupervisedAgent:
         self.state = "starting"
         self.last_health = None
         child = ChildProcess(
-            self.name, self.spec.argv(), os.environ, self.spec.config.parent, output_level=logging.INFO
+            self.name, self.spec.argv(), {**os.environ, **CHILD_LOGGING}, self.spec.config.parent, output_level=None
         )
         self._child = child
         await child.start()  # ready when its /health answers: no log line is relied on (its level may hide it)

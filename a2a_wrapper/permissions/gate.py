@@ -7,6 +7,7 @@ EXPIRED sentence (a question is told to go on alone). Who decided is one word, `
 "deadline", or the person (the caller's name; "person" without auth). The request's class is computed once.
 """
 
+import logging
 import time
 from collections.abc import Callable
 from typing import Protocol
@@ -20,6 +21,8 @@ from a2a_wrapper.shield.decision import Decision
 from a2a_wrapper.state.audit import AuditEntry, AuditLog
 from a2a_wrapper.state.context_rules import ContextRules
 from a2a_wrapper.state.sessions import ContextKey
+
+log = logging.getLogger(__name__)
 
 EXPIRED = "No person answered in time, so the request is denied. Do not retry it; do what you can without it."
 PERSON_DENIED = "A person denied this tool call. Do not retry it; do what you can without it."
@@ -58,6 +61,7 @@ class PermissionGate:
         decision = self._policy.for_context(await self._context_rules.of(turn.key)).decide(request)
         if decision.outcome == "ask":
             self._count(cls, "ask", "rules")
+            self._journal(request, cls, decision, "rules")
             return Pending(request, decision.reason, decision.rule, self._expiry(), cls=cls)
         await self._apply(turn, request, cls, decision, "rules", started)
         return None
@@ -121,6 +125,16 @@ class PermissionGate:
         )
         await self._audit.record(entry)
         self._count(cls, decision.outcome, decided_by)
+        self._journal(request, cls, decision, decided_by)
+
+    def _journal(self, request: Permission, cls: str, decision: Decision, decided_by: str) -> None:
+        """One INFO line per decision, as the audit has it: tool, class, target (redacted), outcome, rule, who."""
+        target = redact_value(request.command or request.url or ", ".join(request.paths))
+        shown = target if len(target) <= 120 else target[:117] + "..."
+        log.info(
+            "[%s] %s %s (%s) %s: rule %s, decided by %s",
+            self._agent, decision.outcome, request.tool, cls, shown or "-", decision.rule, decided_by,
+        )
 
     def _expiry(self) -> float:
         return time.time() + self._policy.ask_timeout

@@ -163,7 +163,9 @@ class EgressProxy:
             )
             await _answer(writer, 403, f"Forbidden by the sandbox: {decision.reason}")
             return
-        log.info("egress: %s %s allowed by %s", method, destination, decision.rule)
+        # the agent's own endpoints (its model) are reached on every turn: chatter; a host a rule let through is news
+        level = logging.DEBUG if decision.rule == "sandbox:endpoint" else logging.INFO
+        log.log(level, "egress: %s %s allowed by %s", method, destination, decision.rule)
         try:
             async with asyncio.timeout(_CONNECT_TIMEOUT):
                 upstream = await asyncio.open_connection(destination.host, destination.port)
