@@ -41,9 +41,9 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
-from pydantic_core import ErrorDetails, PydanticCustomError
+from pydantic_core import PydanticCustomError
 
-from a2a_wrapper.errors import ConfigError
+from a2a_wrapper.errors import SENTENCE, ConfigError, describe_invalid, keyed
 from a2a_wrapper.sections import Section
 from a2a_wrapper.shield.classes import Class, Outcome
 from a2a_wrapper.shield.globs import check_command_glob, check_path_glob
@@ -103,8 +103,8 @@ class Rule(Section):
         except ValidationError as exc:
             name = data.get("name") if isinstance(data, dict) else None
             who = f"rule `{name}`" if isinstance(name, str) and name else "a rule without a name"
-            details = "; ".join(_keyed(error["loc"], describe(error)) for error in exc.errors())
-            raise PydanticCustomError("shield_rule", "{who}: {details}", {"who": who, "details": details}) from None
+            details = "; ".join(keyed(error["loc"], describe_invalid(error)) for error in exc.errors())
+            raise PydanticCustomError(SENTENCE, "{who}: {details}", {"who": who, "details": details}) from None
         return rule
 
     @property
@@ -156,23 +156,5 @@ def parse_shield(data: Any, source: str) -> ShieldConfig:
     try:
         return ShieldConfig.model_validate(data)
     except ValidationError as exc:
-        lines = [f"{source}: {_keyed(('shield', *e['loc']), describe(e))}" for e in exc.errors()]
+        lines = [f"{source}: {keyed(('shield', *e['loc']), describe_invalid(e))}" for e in exc.errors()]
         raise ShieldError("\n".join(lines)) from exc
-
-
-def describe(error: ErrorDetails) -> str:
-    """What is wrong and the value given (without the key)."""
-    if error["type"] == "shield_rule":
-        return error["msg"]
-    message = "unknown key" if error["type"] == "extra_forbidden" else error["msg"].removeprefix("Value error, ")
-    shown = f" (got {_short(error.get('input'))})" if error["type"] != "missing" and error["loc"] else ""
-    return message + shown
-
-
-def _keyed(loc: tuple[int | str, ...], message: str) -> str:
-    return f"{'.'.join(map(str, loc))}: {message}" if loc else message
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
