@@ -3,6 +3,7 @@
 import asyncio
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -74,13 +75,38 @@ def serve_options(function: Any) -> Any:
     return function
 
 
-def setup_logging(level: str) -> None:
-    """Logs go to stderr with credentials redacted (the guard's filter sits on the handler)."""
+# Per-request chatter of the libraries under us: the fleet's health polls (httpx) and every HTTP request's access
+# line (uvicorn), uvicorn's start-up banner ("Press CTRL+C to quit"). Shown only at DEBUG.
+_CHATTY = ("httpx", "uvicorn.access", "uvicorn.error")
+
+
+def setup_logging(level: str | None, timestamps: bool = True, default: str = "INFO") -> None:
+    """Logs go to stderr with credentials redacted (the guard's filter sits on the handler). `level` is the
+    command's own --log-level, else the one given before the command (`a2a-wrap --log-level debug demo`), else
+    `default`. Without timestamps when a supervisor (the fleet, systemd, docker) stamps each line itself."""
+    chosen = (level or _root_log_level() or default).upper()
+    stamp = "%(asctime)s " if timestamps else ""
     logging.basicConfig(
-        level=level.upper(), format="%(asctime)s %(levelname)-7s %(name)s: %(message)s", stream=sys.stderr, force=True
+        level=chosen, format=f"{stamp}%(levelname)-7s %(name)s: %(message)s", stream=sys.stderr, force=True
     )
     for handler in logging.getLogger().handlers:
         handler.addFilter(RedactingFilter())
+    for name in _CHATTY:
+        logging.getLogger(name).setLevel(logging.DEBUG if chosen == "DEBUG" else logging.WARNING)
+
+
+def _fleet_logging(level: str | None, default: str = "INFO") -> None:
+    """The fleet's log, and its agents' level when one was given (they inherit it through A2A_WRAP_LOGGING__LEVEL;
+    otherwise each logs at its config's level and the fleet shows what passes its own)."""
+    chosen = level or _root_log_level()
+    if chosen:
+        os.environ["A2A_WRAP_LOGGING__LEVEL"] = chosen.upper()
+    setup_logging(chosen, default=default)
+
+
+def _root_log_level() -> str | None:
+    context = click.get_current_context(silent=True)
+    return context.find_root().params.get("log_level") if context is not None else None
 
 
 def _load(config_path: Path | None, **flags: Any) -> AgentSettings:
@@ -119,8 +145,8 @@ def serve(config_path: Path | None, **flags: Any) -> None:
     """Run one agent from its config."""
     from a2a_wrapper.agent import serve as serve_agent
 
-    settings = _load(config_path, **flags)
-    setup_logging(settings.logging.level)
+    settings = _load(config_path, **{**flags, "log_level": flags.get("log_level") or _root_log_level()})
+    setup_logging(settings.logging.level, settings.logging.timestamps)
     _run(serve_agent(settings))
 
 
@@ -258,7 +284,7 @@ def model(port: int, host: str) -> None:
     """Run the offline model (an OpenAI-compatible chat-completions server) alone."""
     from a2a_wrapper.offline_model import run
 
-    setup_logging("INFO")
+    setup_logging(None)
     run(host, port)
 
 
@@ -274,17 +300,15 @@ def model(port: int, host: str) -> None:
 @click.option(
     "--log-level",
     type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
-    default="WARNING",
-    show_default=True,
-    help="Of the fleet's log on stderr (INFO: every agent's output too).",
+    help="Of the log on stderr: the fleet's and its agents' (default WARNING; INFO: each decision and restart).",
 )
-def demo(port: int, state_dir: Path | None, log_level: str) -> None:
+def demo(port: int, state_dir: Path | None, log_level: str | None) -> None:
     """The offline model and a fleet of three agents (OpenCode, Copilot, an ACP agent) behind one registry;
     prints where each agent and its workspace is, a line as each is ready, then commands to try. A second
     demo runs beside it on another --port (its own state folder)."""
     from a2a_wrapper.fleet.demo import run_demo
 
-    setup_logging(log_level)
+    _fleet_logging(log_level, default="WARNING")
     _run(run_demo(port, state_dir, click.echo))
 
 
@@ -294,13 +318,25 @@ def demo(port: int, state_dir: Path | None, log_level: str) -> None:
 @click.option("--context", "context_id", help="Continue this conversation (the contextId printed by an earlier send).")
 @click.option("--key", help="A caller's key, sent as a bearer token (--key-env keeps it out of the process list).")
 @click.option("--key-env", help="The environment variable holding the key.")
+@click.option(
+    "--header", "headers", multiple=True, metavar="'NAME: VALUE'", help="Sent on every request (repeatable)."
+)
 @click.option("--json", "raw", is_flag=True, help="Print every event as one JSON line instead of the live view.")
-def send_message(url: str, text: str, context_id: str | None, key: str | None, key_env: str | None, raw: bool) -> None:
+def send_message(
+    url: str,
+    text: str,
+    context_id: str | None,
+    key: str | None,
+    key_env: str | None,
+    headers: tuple[str, ...],
+    raw: bool,
+) -> None:
     """Send TEXT to the agent at URL (its base URL or card URL) and follow the task live; approvals are asked
     here. Exit code 0 when the task completed, 1 otherwise."""
     import os
 
     from a2a_wrapper.client import send
+    from a2a_wrapper.client.connect import parse_headers
 
     if key and key_env:
         raise click.UsageError("give --key or --key-env, not both")
@@ -309,7 +345,8 @@ def send_message(url: str, text: str, context_id: str | None, key: str | None, k
         if not key:
             raise click.ClickException(f"--key-env: the environment variable {key_env} is not set")
     try:
-        code = asyncio.run(send(url, text, context_id=context_id, key=key, raw=raw))
+        sent = parse_headers(headers)
+        code = asyncio.run(send(url, text, context_id=context_id, key=key, headers=sent, raw=raw))
     except KeyboardInterrupt:
         code = 130
     except WrapperError as exc:
@@ -327,7 +364,7 @@ def backends() -> None:
 def backends_install(kinds: tuple[str, ...]) -> None:
     """Install the pinned backends from the npm registry (all when none named); one already installed at its
     pinned version is kept. Progress goes to stderr; stdout gets one `KIND: BINARY` line per backend."""
-    setup_logging("INFO")
+    setup_logging(None)
     for kind in kinds or tuple(installer.PINNED):
         if kind not in installer.PINNED:
             raise click.BadParameter(f"unknown backend {kind!r}; known: {', '.join(installer.PINNED)}")
@@ -365,7 +402,7 @@ def fleet(paths: tuple[Path, ...], host: str | None, port: int | None, log_level
     """
     from a2a_wrapper.fleet import load_fleet, run_fleet
 
-    setup_logging(log_level or "INFO")
+    _fleet_logging(log_level)
     registry = {key: value for key, value in {"host": host, "port": port}.items() if value is not None}
     try:
         loaded = load_fleet(list(paths), registry)
@@ -392,7 +429,7 @@ def registry(urls: tuple[str, ...], host: str, port: int, health_interval: float
     """
     from a2a_wrapper.fleet import RegistrySettings, RemoteSpec, run_registry
 
-    setup_logging("INFO")
+    setup_logging(None)
     for url in urls:
         if not url.startswith(("http://", "https://")):
             raise click.BadParameter(f"{url!r} is not an http(s) URL", param_hint="--agent")

@@ -10,6 +10,7 @@ from typing import Any
 from a2a.helpers import get_data_parts, new_data_part, new_text_part
 from a2a.types import Part, TaskStatus
 
+from a2a_wrapper.client.text import as_text, short
 from a2a_wrapper.client.view import text_of
 
 # The letters and words a person may type, per option of an approval request.
@@ -26,6 +27,7 @@ class Request:
     prompt: str
     approval_id: str | None = None  # None: any non-empty text answers
     options: tuple[str, ...] = ()
+    tool: dict[str, Any] | None = None  # an approval's tool: `{kind, name, paths, command, url}`
 
 
 def request_of(status: TaskStatus) -> Request:
@@ -44,16 +46,16 @@ def request_of(status: TaskStatus) -> Request:
 
 def _approval(approval: dict[str, Any]) -> Request:
     tool = approval.get("tool") or {}
-    target = tool.get("command") or tool.get("url") or ", ".join(tool.get("paths") or [])
+    target = short(tool.get("command") or tool.get("url") or ", ".join(tool.get("paths") or []))
     offered = [option.get("id") for option in approval.get("options") or [] if isinstance(option, dict)]
     options = tuple(option for option in CHOICES if option in offered) or ("deny",)
     labels = {"allow_once": "y = allow once", "allow_context": "a = allow in this context", "deny": "n = deny"}
     where = f"class {approval.get('class', '?')}, rule {approval.get('rule', '?')}"
     lines = [f"[ask] {tool.get('name', '?')}: {target} ({where})"]
     if approval.get("reason"):
-        lines.append(f"  {approval['reason']}")
+        lines.append(f"  {as_text(approval['reason'])}")
     prompt = f"{', '.join(labels[o] for o in options)}? "
-    return Request(tuple(lines), prompt, str(approval.get("id", "")), options)
+    return Request(tuple(lines), prompt, str(approval.get("id", "")), options, tool if isinstance(tool, dict) else None)
 
 
 def reply_parts(request: Request, line: str) -> list[Part] | None:

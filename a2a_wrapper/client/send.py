@@ -1,27 +1,50 @@
 """Send one message, follow its task to the end: stream it, ask the person when it pauses, answer, go on.
 
 Exit codes: 0 when the task completed; 1 when it failed, was rejected or canceled (its sentence on stderr),
-or when it could not go on (the stream broke, stdin closed while the agent waited: the task is then canceled).
+or when it could not go on (the stream broke, stdin closed while the agent waited: the task is then canceled;
+the agent went away while the person was asked).
+
+While the person is asked, the task is watched (A2A's subscribe to the paused task): the agent stopping, or the
+task ending on its own, ends the wait with a sentence instead of a prompt that fails only once answered.
 """
 
 import asyncio
+import logging
 import sys
 import uuid
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TextIO
 
 import httpx
 from a2a.client import Client
 from a2a.helpers import new_text_part
-from a2a.types import CancelTaskRequest, Message, Part, Role, SendMessageRequest, TaskState, TaskStatus
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+    TaskState,
+    TaskStatus,
+)
 from a2a.utils.errors import A2AError
 
 from a2a_wrapper.client.answers import Request, reply_parts, request_of
-from a2a_wrapper.client.connect import SendError, client_for, fetch_card, http_client
+from a2a_wrapper.client.connect import KEY_HINT, SendError, client_for, fetch_card, http_client
+from a2a_wrapper.client.prompt import Ask, read_line
 from a2a_wrapper.client.view import LiveView, text_of
 
-Ask = Callable[[str], Awaitable[str | None]]  # shows a prompt, returns the line typed (None at end of input)
+log = logging.getLogger(__name__)
+STOPPED = "the agent stopped while waiting for your answer: task {id} cannot go on (send the message again)"
+ENDED = "the task ended while waiting for your answer"
+_TERMINAL = {
+    TaskState.TASK_STATE_COMPLETED,
+    TaskState.TASK_STATE_FAILED,
+    TaskState.TASK_STATE_REJECTED,
+    TaskState.TASK_STATE_CANCELED,
+}
 _FAILED = {
     TaskState.TASK_STATE_FAILED: "failed",
     TaskState.TASK_STATE_REJECTED: "rejected",
@@ -37,11 +60,19 @@ class _Task:
     status: TaskStatus | None = None
 
 
+@dataclass(frozen=True)
+class _Gone:
+    """The wait for the person ended without an answer: the agent went away, or the task ended."""
+
+    ended: bool  # the task reached a terminal state (held in the task); else the agent stopped
+
+
 async def send(
     url: str,
     text: str,
     context_id: str | None = None,
     key: str | None = None,
+    headers: dict[str, str] | None = None,
     raw: bool = False,
     ask: Ask | None = None,
     out: TextIO = sys.stdout,
@@ -49,7 +80,7 @@ async def send(
 ) -> int:
     """Runs the task to its end; returns the exit code."""
     view = LiveView(out, err, raw)
-    async with http_client(key) as http:
+    async with http_client(key, headers) as http:
         client = client_for(await fetch_card(http, url), http)
         message = _message([new_text_part(text)], context_id=context_id)
         task = _Task()
@@ -59,7 +90,10 @@ async def send(
             if state != TaskState.TASK_STATE_INPUT_REQUIRED:
                 return _finish(task, state, view)
             assert task.status is not None
-            parts = await _answer(request_of(task.status), view, ask or read_line(err))
+            ask = ask or read_line(err)
+            parts = await _answer_or_gone(client, task, request_of(task.status), view, ask)
+            if isinstance(parts, _Gone):
+                return _gone(parts, task, view)
             if parts is None:
                 view.line(f"no answer (end of input): canceling task {task.id}")
                 await client.cancel_task(CancelTaskRequest(id=task.id))
@@ -95,10 +129,34 @@ def _finish(task: _Task, state: TaskState, view: LiveView) -> int:
     return 1
 
 
-async def _answer(request: Request, view: LiveView, ask: Ask) -> list[Part] | None:
+async def _answer_or_gone(
+    client: Client, task: _Task, request: Request, view: LiveView, ask: Ask
+) -> list[Part] | _Gone | None:
+    """The person's answer, unless the agent goes away (or the task ends) first."""
     view.close()
+    if request.tool is not None:
+        view.announce(request.tool)
     for line in request.lines:
         view.line(line)
+    answering = asyncio.create_task(_answer(request, ask), name="answer")
+    watching = asyncio.create_task(_watch(client, task), name="watch-task")
+    try:
+        await asyncio.wait({answering, watching}, return_when=asyncio.FIRST_COMPLETED)
+        if not answering.done() and watching.result() is None:  # nothing to watch: only the answer ends the wait
+            await answering
+    finally:
+        for waiting in (answering, watching):
+            waiting.cancel()
+        await asyncio.gather(answering, watching, return_exceptions=True)
+    if answering.done() and not answering.cancelled():
+        return answering.result()
+    gone = watching.result()
+    assert gone is not None
+    view.line("")  # ends the prompt's line: nobody answered it
+    return gone
+
+
+async def _answer(request: Request, ask: Ask) -> list[Part] | None:
     while True:
         typed = await ask(request.prompt)
         if typed is None:
@@ -108,18 +166,42 @@ async def _answer(request: Request, view: LiveView, ask: Ask) -> list[Part] | No
             return parts
 
 
-def read_line(err: TextIO) -> Ask:
-    """Prompts on stderr and reads a line from stdin (off the event loop); None at end of input."""
+async def _watch(client: Client, task: _Task) -> _Gone | None:
+    """Returns when the paused task ends or its agent goes away; None at once when the agent offers no watch."""
+    try:
+        async for event in client.subscribe(SubscribeToTaskRequest(id=task.id)):
+            status = event.status_update.status if event.HasField("status_update") else event.task.status
+            if status.state in _TERMINAL:
+                task.status = status
+                return _Gone(ended=True)
+    except A2AError as exc:
+        if not isinstance(exc.__cause__, httpx.RequestError):  # the agent is there and refuses to be watched
+            return await _unwatched(client, task, exc)
+    return _Gone(ended=False)  # the stream closed or broke: the agent stopped
 
-    async def ask(prompt: str) -> str | None:
-        err.write(prompt)
-        err.flush()
-        line = await asyncio.to_thread(sys.stdin.readline)
-        if not sys.stdin.isatty():  # nothing echoed the answer: show it, and end the prompt's line
-            err.write(line if line.endswith("\n") else line + "\n")
-        return line if line else None
 
-    return ask
+async def _unwatched(client: Client, task: _Task, refusal: A2AError) -> _Gone | None:
+    """A refused subscription: a task that ended meanwhile is terminal; else nothing can be watched (None)."""
+    try:
+        current = await client.get_task(GetTaskRequest(id=task.id))
+    except A2AError as exc:
+        if isinstance(exc.__cause__, httpx.RequestError):
+            return _Gone(ended=False)
+        current = None
+    if current is not None and current.status.state in _TERMINAL:
+        task.status = current.status
+        return _Gone(ended=True)
+    log.debug("task %s cannot be watched while the person is asked: %s", task.id, refusal)
+    return None
+
+
+def _gone(gone: _Gone, task: _Task, view: LiveView) -> int:
+    if not gone.ended:
+        view.line(STOPPED.format(id=task.id))
+        return 1
+    view.line(ENDED)
+    assert task.status is not None
+    return _finish(task, task.status.state, view)
 
 
 def _message(parts: list[Part], context_id: str | None = None, task_id: str | None = None) -> Message:
@@ -134,7 +216,7 @@ def _message(parts: list[Part], context_id: str | None = None, task_id: str | No
 def _client_error(exc: A2AError) -> str:
     cause = exc.__cause__
     if isinstance(cause, httpx.HTTPStatusError) and cause.response.status_code in (401, 403):
-        return f"the agent refused the call (HTTP {cause.response.status_code}): give its key with --key or --key-env"
+        return f"the agent refused the call (HTTP {cause.response.status_code}): {KEY_HINT}"
     if isinstance(cause, httpx.RequestError):
         return f"lost the agent: {cause or type(cause).__name__}"
     return f"the agent answered with an error: {exc}"
