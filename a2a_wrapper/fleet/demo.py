@@ -13,9 +13,6 @@ naming the first one's pid and saying how to run a second one, before it writes 
 """
 
 import contextlib
-import shlex
-import shutil
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,6 +23,7 @@ import yaml
 from a2a_wrapper.backends.install import find_binary
 from a2a_wrapper.config.files import default_state_dir
 from a2a_wrapper.errors import ConfigError
+from a2a_wrapper.fleet.command import command_prefix
 from a2a_wrapper.fleet.fleet_file import DEFAULT_REGISTRY_PORT
 from a2a_wrapper.fleet.lifecycle import run_fleet
 from a2a_wrapper.fleet.loader import load_fleet
@@ -112,18 +110,6 @@ def write_fleet(model: OfflineModel, state_dir: Path, registry_port: int) -> Pat
 def demo_state_dir(registry_port: int) -> Path:
     """One folder per registry port, so that demos on different ports never share one."""
     return default_state_dir("demo" if registry_port == DEFAULT_REGISTRY_PORT else f"demo-{registry_port}")
-
-
-def command_prefix() -> str:
-    """`a2a-wrap` as the user can type it from where they stand: the bare name only when PATH finds this very
-    script; else the script's absolute path (a venv not activated); else this interpreter with `-m`."""
-    script = Path(sys.argv[0])
-    if script.name == "a2a-wrap" and script.is_file():
-        found = shutil.which("a2a-wrap")
-        if found is not None and Path(found).resolve() == script.resolve():
-            return "a2a-wrap"
-        return shlex.quote(str(script.absolute()))
-    return f"{shlex.quote(sys.executable)} -m a2a_wrapper"
 
 
 def _ports_free(registry_port: int) -> bool:

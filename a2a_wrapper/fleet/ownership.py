@@ -9,12 +9,11 @@ crashed run never leaves a stale lock behind; the file itself stays (removing it
 
 import fcntl
 import os
-import shlex
-import sys
 from collections.abc import Iterable
 from pathlib import Path
 
 from a2a_wrapper.errors import ConfigError
+from a2a_wrapper.fleet.command import this_command
 from a2a_wrapper.fleet.spec import AgentSpec
 
 LOCK_NAME = "owner.lock"
@@ -46,7 +45,7 @@ class FolderLock:
             os.close(fd)
             raise FolderBusy(self.folder, _describe(holder)) from None
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()} {shlex.join(sys.argv)}\n".encode(), 0)
+        os.pwrite(fd, f"{os.getpid()} {this_command()}\n".encode(), 0)
         self._fd = fd
 
     def release(self) -> None:
