@@ -546,3 +546,10 @@ def test_a_bad_node_config_is_named(tmp_path: Path, raw: dict[str, Any], key: st
     message = error_of(path)
     assert f"{path}: {key}: " in message
     assert shown in message
+
+
+def test_a_bad_rule_in_the_agent_file_is_named_as_written(tmp_path: Path) -> None:
+    rule = {"name": "r1", "decision": "allow", "class": "nope"}
+    message = error_of(write(tmp_path, {"card": CARD, "shield": {"rules": [rule]}}))
+    assert "shield.rules.0: rule `r1`: class.0: Input should be" in message and "class_" not in message
+    assert "(got 'nope')" in message and "'decision'" not in message  # the value, not the whole rule

@@ -103,7 +103,7 @@ class Rule(Section):
         except ValidationError as exc:
             name = data.get("name") if isinstance(data, dict) else None
             who = f"rule `{name}`" if isinstance(name, str) and name else "a rule without a name"
-            details = "; ".join(keyed(error["loc"], describe_invalid(error)) for error in exc.errors())
+            details = "; ".join(keyed(_as_written(error["loc"]), describe_invalid(error)) for error in exc.errors())
             raise PydanticCustomError(SENTENCE, "{who}: {details}", {"who": who, "details": details}) from None
         return rule
 
@@ -158,3 +158,8 @@ def parse_shield(data: Any, source: str) -> ShieldConfig:
     except ValidationError as exc:
         lines = [f"{source}: {keyed(('shield', *e['loc']), describe_invalid(e))}" for e in exc.errors()]
         raise ShieldError("\n".join(lines)) from exc
+
+
+def _as_written(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    """A key as the user wrote it: `class`, not the field `class_` (a Python keyword cannot be a field name)."""
+    return tuple(part.rstrip("_") if isinstance(part, str) else part for part in loc)
