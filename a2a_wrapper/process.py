@@ -7,7 +7,7 @@ import os
 import re
 import signal
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from a2a_wrapper.errors import BackendUnavailable
@@ -29,8 +29,11 @@ class OutputLog:
     """A child's output, line by line: logged with its name, the last lines kept for error messages, and
     readiness as the first line that matches a pattern (shared by processes and containers)."""
 
-    def __init__(self, name: str, level: int | None = logging.DEBUG) -> None:
+    def __init__(
+        self, name: str, level: int | None = logging.DEBUG, on_line: Callable[[str], None] | None = None
+    ) -> None:
         self._name = name
+        self._on_line = on_line  # also given each line (the fleet keeps each agent's lines in a file)
         self._own_levels = level is None  # a child of ours: each line starts with its level ("WARNING name: ...")
         self._level = logging.INFO if level is None else level
         self._tail: list[str] = []
@@ -48,6 +51,8 @@ class OutputLog:
             self._level = logging.getLevelNamesMapping()[word.group(1)]  # lines after it (a traceback) keep it
             shown = line[word.end() :]  # logged at that level: the word would be said twice
         log.log(self._level, "[%s] %s", self._name, shown)
+        if self._on_line is not None:
+            self._on_line(line)
         if self._ready is not None and not self._ready.done() and self._pattern:
             match = self._pattern.search(line)
             if match:
@@ -91,10 +96,12 @@ class ChildProcess:
         cwd: Path,
         output_level: int | None = logging.DEBUG,  # None: each line's own level word (an a2a-wrap child)
         stdio: bool = False,
+        on_line: Callable[[str], None] | None = None,
     ) -> None:
         self.name = name
         self._stdio = stdio
-        self._output = OutputLog(name, output_level)  # the fleet shows its agents' output; a backend's is chatter
+        # the fleet shows its agents' output (and keeps it, with on_line); a backend's is chatter
+        self._output = OutputLog(name, output_level, on_line)
         self._argv = list(argv)
         self._env = dict(env)
         self._cwd = cwd

@@ -18,7 +18,9 @@ import httpx
 from google.protobuf.json_format import MessageToDict
 
 from a2a_wrapper.backoff import CrashHistory
+from a2a_wrapper.config.files import default_state_dir
 from a2a_wrapper.errors import BackendUnavailable
+from a2a_wrapper.fleet.agent_log import AgentLog, log_path
 from a2a_wrapper.fleet.fleet_file import RestartPolicy
 from a2a_wrapper.fleet.health import probe_health
 from a2a_wrapper.fleet.registry import describe_agent
@@ -52,6 +54,7 @@ class SupervisedAgent:
         self._stop = asyncio.Event()
         self._child: ChildProcess | None = None
         self._on_running = on_running
+        self.log_file = AgentLog(log_path(spec.settings.state_dir or default_state_dir(spec.name)))
 
     @property
     def name(self) -> str:
@@ -75,6 +78,7 @@ class SupervisedAgent:
             self.state = "fatal"
         if self.state != "fatal":
             self.state = "stopped"
+        self.log_file.close()
 
     async def _supervise(self) -> None:
         while not self._stop.is_set():
@@ -105,11 +109,17 @@ class SupervisedAgent:
         self.state = "starting"
         self.last_health = None
         child = ChildProcess(
-            self.name, self.spec.argv(), {**os.environ, **CHILD_LOGGING}, self.spec.config.parent, output_level=None
+            self.name,
+            self.spec.argv(),
+            {**os.environ, **CHILD_LOGGING},
+            self.spec.config.parent,
+            output_level=None,
+            on_line=self.log_file.line,
         )
         self._child = child
         await child.start()  # ready when its /health answers: no log line is relied on (its level may hide it)
         self.pid = child.pid
+        self.log_file.line(f"--- fleet: started (pid {child.pid})")
         life = asyncio.create_task(self._live(child), name=f"{self.name}-life")
         stop = asyncio.create_task(self._stop.wait(), name=f"{self.name}-stop")
         try:
@@ -122,7 +132,9 @@ class SupervisedAgent:
             self._child = None
         if self._stop.is_set() or life.cancelled():
             log.info("[%s] stopped (pid %s)", self.name, child.pid)
+            self.log_file.line(f"--- fleet: stopped (pid {child.pid})")
             return "stopped"
+        self.log_file.line(f"--- fleet: {life.result()}")
         return life.result()
 
     async def _live(self, child: ChildProcess) -> str:
@@ -174,6 +186,7 @@ class SupervisedAgent:
             pid=self.pid if self.state in ("starting", "running") else None,
             config=str(self.spec.config),
             last_exit=self.last_exit,
+            log=str(self.log_file.path),
         )
 
 
