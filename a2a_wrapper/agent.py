@@ -19,7 +19,7 @@ from a2a_wrapper.backends import Backend, create_backend
 from a2a_wrapper.background import cancel_and_wait
 from a2a_wrapper.config.runtimes import ProcessRuntime, SandboxRuntime
 from a2a_wrapper.config.settings import AgentSettings
-from a2a_wrapper.frontend.app import build_app
+from a2a_wrapper.frontend.app import build_app, request_handler
 from a2a_wrapper.frontend.card import CARD_PATH, build_card
 from a2a_wrapper.frontend.executor import TurnExecutor
 from a2a_wrapper.frontend.metrics import AgentMetrics
@@ -88,11 +88,13 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         gate = PermissionGate(policy, context_rules, audit, metrics.decided, settings.card.name)
         turns = Turns(backend, sessions, gate, locks, settings.timeouts.turn)
         metrics.watch(backend, sessions, turns.waiting)
+        card = build_card(settings)
+        handler = request_handler(card, TurnExecutor(turns, settings.guard, metrics), task_store)
+        stack.push_async_callback(handler.aclose)  # after the turns: a turn's last words go through it
         stack.push_async_callback(turns.shutdown)
         app = build_app(
-            build_card(settings),
-            TurnExecutor(turns, settings.guard, metrics),
-            task_store,
+            card,
+            handler,
             backend,
             settings.server.max_body_bytes,
             auth=settings.auth,

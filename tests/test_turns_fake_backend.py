@@ -34,6 +34,7 @@ from a2a_wrapper.config.backends import OpenCodeSettings
 from a2a_wrapper.config.settings import AgentSettings, CardSettings, SessionSettings
 from a2a_wrapper.errors import SessionGone
 from a2a_wrapper.events import Done, Permission, Question, Text
+from a2a_wrapper.frontend.app import request_handler
 from a2a_wrapper.frontend.card import build_card
 from a2a_wrapper.frontend.executor import TurnExecutor
 from a2a_wrapper.frontend.metrics import AgentMetrics
@@ -221,9 +222,7 @@ async def make_agent(tmp_path: Path) -> AsyncIterator[AgentFactory]:
         gate = PermissionGate(policy, context_rules, audit, metrics.decided, "fake-agent")
         turns = Turns(backend, sessions, gate, locks, turn_timeout=30)
         executor = TurnExecutor(turns, GuardSettings(), metrics)
-        handler = DefaultRequestHandler(
-            agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=build_card(settings)
-        )
+        handler = request_handler(build_card(settings), executor, InMemoryTaskStore())
         built.append(Agent(backend, handler, turns, tmp_path / "state.db"))
         return built[-1]
 

@@ -7,7 +7,7 @@ The card, /health and /metrics are open. Every other path is an A2A method behin
 import json
 from typing import Any
 
-from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.request_handlers import DefaultRequestHandler, RequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import TaskStore
 from a2a.types import AgentCard
@@ -29,19 +29,18 @@ from a2a_wrapper.frontend.metrics import CONTENT_TYPE, AgentMetrics
 
 def build_app(
     card: AgentCard,
-    executor: TurnExecutor,
-    task_store: TaskStore,
+    handler: RequestHandler,
     backend: Backend,
     max_body_bytes: int,
     auth: AuthSettings | None = None,
     metrics: AgentMetrics | None = None,
     runtime: dict[str, Any] | None = None,
 ) -> ASGIApp:
-    """`runtime` (where the backend runs and what bounds it) is shown on /health."""
+    """`handler` answers the A2A methods (see `request_handler`); `runtime` (where the backend runs and what
+    bounds it) is shown on /health."""
     callers = Callers.from_settings(auth or AuthSettings())  # the keys are read here, at start
     if bool(card.security_requirements) != bool(callers):  # fail closed: never open while the card asks for a key
         raise ConfigError("auth: the card and the front end disagree on callers (build both from the same settings)")
-    handler = DefaultRequestHandler(agent_executor=executor, task_store=task_store, agent_card=card)
     context_builder = CallContextBuilder()
 
     async def health(request: Request) -> JSONResponse:
@@ -69,6 +68,11 @@ def build_app(
             Mount("", routes=a2a_routes, middleware=guards),  # everything else, the SDK's tenant paths included
         ]
     )
+
+
+def request_handler(card: AgentCard, executor: TurnExecutor, task_store: TaskStore) -> DefaultRequestHandler:
+    """a2a-sdk's handler of the A2A methods; its `aclose` ends the tasks it keeps (after the turns have ended)."""
+    return DefaultRequestHandler(agent_executor=executor, task_store=task_store, agent_card=card)
 
 
 class BodyLimit:
