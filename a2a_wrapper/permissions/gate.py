@@ -117,7 +117,7 @@ class PermissionGate:
             caller=turn.key.caller,
             tool=request.tool,
             cls=cls,
-            target=request.command or request.url or ", ".join(request.paths),
+            target=target_of(request),
             decision=decision.outcome,
             rule=decision.rule,
             decided_by=decided_by,
@@ -129,7 +129,7 @@ class PermissionGate:
 
     def _journal(self, request: Permission, cls: str, decision: Decision, decided_by: str) -> None:
         """One INFO line per decision, as the audit has it: tool, class, target (redacted), outcome, rule, who."""
-        target = redact_value(request.command or request.url or ", ".join(request.paths))
+        target = redact_value(target_of(request))
         shown = target if len(target) <= 120 else target[:117] + "..."
         log.info(
             "[%s] %s %s (%s) %s: rule %s, decided by %s",
@@ -138,6 +138,11 @@ class PermissionGate:
 
     def _expiry(self) -> float:
         return time.time() + self._policy.ask_timeout
+
+
+def target_of(request: Permission) -> str:
+    """What a decision is about: the command, the URL, or the paths."""
+    return request.command or request.url or ", ".join(request.paths)
 
 
 def _asked_at(pending: Pending) -> float:
