@@ -439,12 +439,30 @@ def registry(urls: tuple[str, ...], host: str, port: int, health_interval: float
 
 @main.command()
 @click.option("--registry", "registry_url", default="http://127.0.0.1:8800", show_default=True)
-def status(registry_url: str) -> None:
-    """Print the fleet's agents, as the registry lists them, in a table."""
-    from a2a_wrapper.fleet.status import fetch_agents, format_status
+@click.option("--watch", is_flag=True, help="Redraw the table every --interval seconds until Ctrl-C.")
+@click.option("--interval", type=click.FloatRange(min=0.2), default=2.0, show_default=True, help="Seconds.")
+def status(registry_url: str, watch: bool, interval: float) -> None:
+    """Print the fleet's agents, as the registry lists them, in a table, with the approvals (and questions)
+    each running agent waits on for a person."""
+    from a2a_wrapper.fleet.status import show_status, watch_status
+
+    _run(watch_status(registry_url, interval, sys.stdout) if watch else show_status(registry_url, sys.stdout))
+
+
+@main.command()
+@click.argument("name")
+@click.option("--registry", "registry_url", default="http://127.0.0.1:8800", show_default=True)
+@click.option("-n", "--lines", "count", type=click.IntRange(min=0), default=50, show_default=True)
+@click.option("-f", "--follow", is_flag=True, help="Keep printing new lines until Ctrl-C.")
+def logs(name: str, registry_url: str, count: int, follow: bool) -> None:
+    """Print a fleet agent's recent output (and its lifecycle as the fleet saw it), from the file the fleet
+    keeps for it; with --follow, go on printing the lines that come."""
+    from a2a_wrapper.fleet.logs import follow_log, log_of, show_recent
 
     try:
-        agents = fetch_agents(registry_url)
+        path = asyncio.run(log_of(registry_url, name))
+        show_recent(path, count, sys.stdout, follow)
     except WrapperError as exc:
         raise click.ClickException(str(exc)) from exc
-    click.echo(format_status(agents), nl=False)
+    if follow:
+        _run(follow_log(path, sys.stdout))
