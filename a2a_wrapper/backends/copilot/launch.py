@@ -1,8 +1,9 @@
 """How the Copilot CLI is started: its binary, isolated folders, a small environment, its credentials, session options.
 
-The child gets an allow-list of the wrapper's environment plus `backend.env`, never the whole of it. With a
-provider of the user's own (BYOK), the CLI also runs offline (`COPILOT_OFFLINE`), which it accepts only when the
-provider's URL and a model are in its environment too; the provider itself travels on every session.
+The child gets the kit's isolated environment (an allow-list of the wrapper's, folders of its own) plus
+`backend.env`. With a provider of the user's own (BYOK), the CLI also runs offline (`COPILOT_OFFLINE`), which it
+accepts only when the provider's URL and a model are in its environment too; the provider itself travels on every
+session.
 """
 
 import uuid
@@ -11,25 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from a2a_wrapper.backends.kit import mcp
+from a2a_wrapper.backends.kit.isolation import isolated_env
 from a2a_wrapper.config.backends import CopilotProvider, CopilotSettings
 from a2a_wrapper.errors import ConfigError
 
-PASSED_ENV = (
-    "PATH",
-    "LANG",
-    "LC_ALL",
-    "LC_CTYPE",
-    "TZ",
-    "SSL_CERT_FILE",
-    "SSL_CERT_DIR",
-    "NODE_EXTRA_CA_CERTS",
-    "HTTPS_PROXY",
-    "HTTP_PROXY",
-    "NO_PROXY",
-    "https_proxy",
-    "http_proxy",
-    "no_proxy",
-)
 TOKEN_ENV = ("COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN")  # the CLI's own order
 _SESSION_NAMESPACE = uuid.UUID("5f0c9a36-3c1e-4f57-9f7e-2d0f6f0b6a51")
 
@@ -47,15 +33,8 @@ def prepare(binary: Path, backend: CopilotSettings, state_dir: Path, base_env: d
     token = github_token(backend, base_env)
     check_credentials(backend, token)
     home = state_dir / "copilot"
-    folders = {"HOME": home / "home", "XDG_CACHE_HOME": home / "cache", "TMPDIR": home / "tmp"}
-    for folder in [*folders.values(), home / "copilot-home"]:
-        folder.mkdir(parents=True, exist_ok=True)
-    env = {
-        **{key: value for key, value in base_env.items() if key in PASSED_ENV},
-        **{key: str(folder) for key, folder in folders.items()},
-        "COPILOT_AUTO_UPDATE": "false",
-        **backend.env,
-    }
+    (home / "copilot-home").mkdir(parents=True, exist_ok=True)
+    env = isolated_env(home, base_env) | {"COPILOT_AUTO_UPDATE": "false"} | backend.env
     if backend.provider is not None:
         assert backend.model is not None  # check_credentials
         env |= {"COPILOT_OFFLINE": "true", "COPILOT_PROVIDER_BASE_URL": backend.provider.base_url}

@@ -18,6 +18,7 @@ from a2a_wrapper.backends.base import BURST_SLICE
 log = logging.getLogger(__name__)
 
 RECONNECTED = "a2a-wrapper.reconnected"  # synthetic event: events may have been missed
+BACKEND_EXITED = "a2a-wrapper.backend-exited"  # synthetic event: the OpenCode process died
 EventQueue = asyncio.Queue[dict[str, Any]]
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from a2a_wrapper.backends.kit import mcp
+from a2a_wrapper.backends.kit.isolation import isolated_env
 from a2a_wrapper.config.backends import ModelProvider, OpenCodeSettings
 
 READY_LINE = r"listening on (https?://\S+)"
@@ -70,23 +71,14 @@ def prepare(
 ) -> Launch:
     """Folders created and seeded; the argv and environment for one `opencode serve`."""
     home = home_of(state_dir)
-    folders = {
-        "HOME": home / "home",
-        "XDG_CONFIG_HOME": home / "config",
-        "XDG_DATA_HOME": home / "data",
-        "XDG_CACHE_HOME": home / "cache",
-        "XDG_STATE_HOME": home / "state",
-        "TMPDIR": home / "tmp",
-    }
-    for folder in folders.values():
-        folder.mkdir(parents=True, exist_ok=True)
-    _seed_plugin_dir(folders["XDG_CONFIG_HOME"] / "opencode")
-    install_hook(folders["XDG_CONFIG_HOME"] / "opencode")
+    isolated = isolated_env(home, base_env)
+    config_dir = Path(isolated["XDG_CONFIG_HOME"]) / "opencode"
+    _seed_plugin_dir(config_dir)
+    install_hook(config_dir)
     password = secrets.token_urlsafe(24)
     port = free_port()
     env = {
-        **{k: v for k, v in base_env.items() if k in ("PATH", "LANG", "LC_ALL", "TZ", "SSL_CERT_FILE")},
-        **{k: str(v) for k, v in folders.items()},
+        **isolated,
         **_OFFLINE_ENV,
         **backend.env,
         "OPENCODE_SERVER_PASSWORD": password,
