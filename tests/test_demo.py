@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.helpers.a2a_wire import send, task_answer
-from tests.test_fleet_helpers import processes_under
+from tests.helpers.fleet_process import processes_under
 
 pytestmark = pytest.mark.slow
 

@@ -12,7 +12,7 @@ import pytest
 
 from a2a_wrapper.fleet.ownership import LOCK_NAME, FolderBusy, FolderLock
 from tests.conftest import SettingsFactory
-from tests.test_fleet_helpers import FleetProcess, agent_config, running, wait_until
+from tests.helpers.fleet_process import FleetProcess, agent_config, running, wait_until
 
 HOLD = (
     "import sys, time; from pathlib import Path; from a2a_wrapper.fleet.ownership import FolderLock; "

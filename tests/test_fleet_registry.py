@@ -10,7 +10,7 @@ import pytest
 
 from a2a_wrapper.backends.opencode.launch import free_port
 from tests.conftest import SettingsFactory
-from tests.test_fleet_helpers import FleetProcess, agent_config, agents, processes_under, running, wait_until
+from tests.helpers.fleet_process import FleetProcess, agent_config, agents, processes_under, running, wait_until
 
 pytestmark = pytest.mark.slow
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from tests.conftest import SettingsFactory
-from tests.test_fleet_helpers import (
+from tests.helpers.fleet_process import (
     FleetProcess,
     agent_config,
     agents,

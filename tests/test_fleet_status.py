@@ -16,7 +16,7 @@ from a2a_wrapper.fleet.agent_log import AgentLog
 from a2a_wrapper.fleet.logs import recent_lines
 from a2a_wrapper.fleet.status import Waiting, format_status, model_of
 from tests.conftest import SettingsFactory
-from tests.test_fleet_helpers import FleetProcess, agent_config, running, wait_until
+from tests.helpers.fleet_process import FleetProcess, agent_config, running, wait_until
 from tests.test_send import bash, read_until, started
 
 ASKING_SHIELD = {"defaults": {"read": "allow"}}  # shell commands are put to a person

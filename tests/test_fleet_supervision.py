@@ -15,8 +15,7 @@ import yaml
 from a2a_wrapper.offline_model import OfflineModel
 from tests.conftest import SettingsFactory
 from tests.helpers.a2a_wire import rpc, status_text, stream, user_message
-from tests.helpers.model_prompts import marker, wait_until_the_model_receives
-from tests.test_fleet_helpers import (
+from tests.helpers.fleet_process import (
     FleetProcess,
     agent_config,
     alive,
@@ -25,6 +24,7 @@ from tests.test_fleet_helpers import (
     running,
     wait_until,
 )
+from tests.helpers.model_prompts import marker, wait_until_the_model_receives
 
 pytestmark = pytest.mark.slow
 

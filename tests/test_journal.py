@@ -11,7 +11,7 @@ import pytest
 from a2a_wrapper.offline_model import OfflineModel
 from tests.conftest import SettingsFactory
 from tests.helpers.a2a_wire import rpc, user_message
-from tests.test_fleet_helpers import FleetProcess, agent_config, running, wait_until
+from tests.helpers.fleet_process import FleetProcess, agent_config, running, wait_until
 
 pytestmark = pytest.mark.slow
 
