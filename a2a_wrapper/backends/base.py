@@ -2,7 +2,7 @@
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol, Required, TypedDict
 
 from a2a_wrapper.events import StreamEvent
 
@@ -43,8 +43,39 @@ class Turn(Protocol):
     async def abort(self) -> None: ...
 
 
+class Identity(TypedDict, total=False):
+    """Which backend process a health answer is about."""
+
+    kind: Required[str]
+    restarts: Required[int]
+    pid: int | str | None  # the backend process (a container's short id); none when attached to one
+    agent: str  # an ACP agent's name and version, as it said in `initialize`
+
+
+class Health(Identity, total=False):
+    """A backend's health as /health shows it (JSON as it is): whether it can run a turn now, and if not, why."""
+
+    healthy: Required[bool]
+    version: str | None  # the backend's own version, as its health call answers
+    error: str  # why it is not healthy
+
+
+def unhealthy(status: Identity, error: str) -> Health:
+    return {**status, "healthy": False, "error": error}
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What an adapter can do that not every one can, declared once by each."""
+
+    questions: bool  # the agent can ask the person a question (a `Question` event)
+    deny_reason: bool  # the model reads the shield's sentence when a call is denied
+    resume: bool  # a context's session is found again after the wrapper restarts (ACP: if the agent can load one)
+
+
 class Backend(Protocol):
     kind: str
+    capabilities: Capabilities
 
     @property
     def restarts(self) -> int:
@@ -54,8 +85,8 @@ class Backend(Protocol):
 
     async def stop(self) -> None: ...
 
-    async def health(self) -> dict[str, Any]:
-        """`{"healthy": bool, ...}`; never raises."""
+    async def health(self) -> Health:
+        """Never raises."""
 
     async def open_session(self, context_key: str, resume: str | None = None) -> Session: ...
 

@@ -46,7 +46,7 @@ def build_app(
     async def health(request: Request) -> JSONResponse:
         backend_status = await backend.health()
         healthy = bool(backend_status.get("healthy"))
-        body = {"status": "ok" if healthy else "degraded", "frontend": "ok", "backend": backend_status}
+        body: dict[str, Any] = {"status": "ok" if healthy else "degraded", "frontend": "ok", "backend": backend_status}
         if runtime is not None:
             body["runtime"] = runtime
         return JSONResponse(body, status_code=200 if healthy else 503)

@@ -11,14 +11,13 @@ session, and `system_prompt_mode: replace` is refused.
 
 import logging
 import os
-from typing import Any
 
 from acp import RequestError
 
 from a2a_wrapper.backends.acp.connection import AgentConnection
 from a2a_wrapper.backends.acp.launch import agent_env, agent_home
 from a2a_wrapper.backends.acp.turn import AcpTurn
-from a2a_wrapper.backends.base import Prompt, Session
+from a2a_wrapper.backends.base import Capabilities, Health, Identity, Prompt, Session, unhealthy
 from a2a_wrapper.backends.kit.restarter import Restarter
 from a2a_wrapper.config.backends import AcpSettings
 from a2a_wrapper.config.settings import AgentSettings
@@ -30,6 +29,8 @@ log = logging.getLogger(__name__)
 
 class AcpBackend:
     kind = "acp"
+    # ACP has no question request, and its reject option carries no message.
+    capabilities = Capabilities(questions=False, deny_reason=False, resume=True)
 
     def __init__(self, settings: AgentSettings, sandbox: Sandbox | None = None) -> None:
         assert settings.state_dir is not None
@@ -97,14 +98,14 @@ class AcpBackend:
         assert self._agent is not None
         await self._agent.close()
 
-    async def health(self) -> dict[str, Any]:
+    async def health(self) -> Health:
         agent = self._agent
-        status: dict[str, Any] = {"kind": self.kind, "restarts": self.restarts}
+        status: Identity = {"kind": self.kind, "restarts": self.restarts}
         if agent is None:
-            return {**status, "healthy": False, "error": "the ACP agent is not started"}
-        status.update(pid=agent.child.pid, agent=agent.agent_name)
+            return unhealthy(status, "the ACP agent is not started")
+        status["pid"], status["agent"] = agent.child.pid, agent.agent_name
         if not (self._ready and agent.alive):
-            return {**status, "healthy": False, "error": "the ACP agent is not running; it is being restarted"}
+            return unhealthy(status, "the ACP agent is not running; it is being restarted")
         return {**status, "healthy": True}
 
     @property

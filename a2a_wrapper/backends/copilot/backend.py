@@ -12,7 +12,7 @@ from typing import Any
 from copilot import CopilotClient, CopilotSession
 from copilot.generated.rpc import PermissionDecisionReject
 
-from a2a_wrapper.backends.base import Prompt, Session
+from a2a_wrapper.backends.base import Capabilities, Health, Identity, Prompt, Session, unhealthy
 from a2a_wrapper.backends.copilot import launch, sdk
 from a2a_wrapper.backends.copilot.turn import CopilotTurn, Decision, blocked, unanswered
 from a2a_wrapper.backends.install import find_binary
@@ -30,6 +30,7 @@ _HEALTH_TIMEOUT = 3.0
 
 class CopilotBackend:
     kind = "copilot"
+    capabilities = Capabilities(questions=True, deny_reason=True, resume=True)
 
     def __init__(self, settings: AgentSettings, sandbox: Sandbox | None = None) -> None:
         assert settings.state_dir is not None
@@ -97,16 +98,16 @@ class CopilotBackend:
         if self._client is not None:
             await sdk.force_stop(self._client)
 
-    async def health(self) -> dict[str, Any]:
-        status: dict[str, Any] = {"kind": self.kind, "restarts": self.restarts, "pid": self.pid}
+    async def health(self) -> Health:
+        status: Identity = {"kind": self.kind, "restarts": self.restarts, "pid": self.pid}
         process = sdk.cli_process(self._client)
         if self._down is not None or self._client is None or process is None or process.poll() is not None:
-            return {**status, "healthy": False, "error": self._down or "the Copilot CLI is not running"}
+            return unhealthy(status, self._down or "the Copilot CLI is not running")
         try:
             async with asyncio.timeout(_HEALTH_TIMEOUT):
                 answer = await self._client.get_status()
         except Exception as exc:  # health never raises
-            return {**status, "healthy": False, "error": f"the Copilot CLI does not answer: {exc or 'timeout'}"}
+            return unhealthy(status, f"the Copilot CLI does not answer: {exc or 'timeout'}")
         return {**status, "healthy": True, "version": answer.version}
 
     # sessions

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from a2a_wrapper.backends.base import Prompt, Session
+from a2a_wrapper.backends.base import Capabilities, Health, Identity, Prompt, Session, unhealthy
 from a2a_wrapper.backends.install import find_binary
 from a2a_wrapper.backends.kit.restarter import Restarter
 from a2a_wrapper.backends.opencode import launch
@@ -35,6 +35,7 @@ ATTACHED_UNHOOKED = (
 
 class OpenCodeBackend:
     kind = "opencode"
+    capabilities = Capabilities(questions=True, deny_reason=True, resume=True)
 
     def __init__(self, settings: AgentSettings, sandbox: Sandbox | None = None) -> None:
         assert settings.state_dir is not None
@@ -171,16 +172,16 @@ class OpenCodeBackend:
     async def request(self, method: str, path: str, body: Any = None, timeout: float | None = None) -> Any:
         return await self._client.request(method, path, body, timeout)
 
-    async def health(self) -> dict[str, Any]:
-        status: dict[str, Any] = {"kind": self.kind, "restarts": self.restarts}
+    async def health(self) -> Health:
+        status: Identity = {"kind": self.kind, "restarts": self.restarts}
         if self._child is not None:
             status["pid"] = self._child.pid
             if not self._child.running:
-                return {**status, "healthy": False, "error": "the opencode process is not running"}
+                return unhealthy(status, "the opencode process is not running")
         try:
             answer = await self._client.health()
         except BackendError as exc:
-            return {**status, "healthy": False, "error": str(exc)}
+            return unhealthy(status, str(exc))
         return {**status, "healthy": bool(answer.get("healthy")), "version": answer.get("version")}
 
     # sessions and turns
