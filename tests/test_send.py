@@ -545,3 +545,21 @@ def test_malformed_headers_are_refused_by_name(given: list[str], error: str) -> 
 
 def test_headers_are_name_and_value() -> None:
     assert parse_headers(["X-Gateway-Key: abc ", "X-Empty:"]) == {"X-Gateway-Key": "abc", "X-Empty": ""}
+
+
+@pytest.mark.slow
+async def test_a_task_that_ends_on_its_own_while_a_person_is_asked_ends_the_wait(
+    make_settings: SettingsFactory, offline_model: Any
+) -> None:
+    async with serving(make_settings(shield=ShieldConfig(ask_timeout=2)), offline_model) as served:
+        async with started(served.url, bash("touch unanswered.txt")) as process:
+            assert process.stderr is not None and process.stdout is not None
+            await read_until(process.stderr, "[ask]")  # nobody answers; the agent's deadline denies it
+            async with asyncio.timeout(60):
+                out, err = await process.communicate()
+    lines = err.decode().splitlines()
+    assert "[deny] bash: touch unanswered.txt No person answered in time" in err.decode(), lines
+    assert lines[-2:-1] == ["the task ended while waiting for your answer"], lines
+    assert process.returncode == 0, "the task completed: the agent went on without the tool"
+    assert out.decode().startswith("Tool bash returned: No person answered in time")
+    assert not (served.workdir / "unanswered.txt").exists()

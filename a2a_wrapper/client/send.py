@@ -139,7 +139,8 @@ async def _answer_or_gone(
     for line in request.lines:
         view.line(line)
     answering = asyncio.create_task(_answer(request, ask), name="answer")
-    watching = asyncio.create_task(_watch(client, task), name="watch-task")
+    prompt = _Prompt(view)
+    watching = asyncio.create_task(_watch(client, task, view, prompt), name="watch-task")
     try:
         await asyncio.wait({answering, watching}, return_when=asyncio.FIRST_COMPLETED)
         if not answering.done() and watching.result() is None:  # nothing to watch: only the answer ends the wait
@@ -152,7 +153,7 @@ async def _answer_or_gone(
         return answering.result()
     gone = watching.result()
     assert gone is not None
-    view.line("")  # ends the prompt's line: nobody answered it
+    prompt.end()
     return gone
 
 
@@ -166,10 +167,27 @@ async def _answer(request: Request, ask: Ask) -> list[Part] | None:
             return parts
 
 
-async def _watch(client: Client, task: _Task) -> _Gone | None:
-    """Returns when the paused task ends or its agent goes away; None at once when the agent offers no watch."""
+class _Prompt:
+    """The prompt's line, left open for the answer; ended once when something else is shown instead."""
+
+    def __init__(self, view: LiveView) -> None:
+        self._view = view
+        self._open = True
+
+    def end(self) -> None:
+        if self._open:
+            self._view.line("")
+            self._open = False
+
+
+async def _watch(client: Client, task: _Task, view: LiveView, prompt: _Prompt) -> _Gone | None:
+    """Returns when the paused task ends or its agent goes away; None at once when the agent offers no watch.
+    What the task does meanwhile (its deadline denied the request, and the agent went on) is shown."""
     try:
         async for event in client.subscribe(SubscribeToTaskRequest(id=task.id)):
+            if not event.HasField("task"):  # the first event is the paused task itself, already shown
+                prompt.end()
+                view.show(event)
             status = event.status_update.status if event.HasField("status_update") else event.task.status
             if status.state in _TERMINAL:
                 task.status = status
