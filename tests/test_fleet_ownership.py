@@ -68,6 +68,7 @@ async def test_a_second_fleet_on_the_same_agents_is_refused_and_the_first_keeps_
     first = await FleetProcess.start("fleet", str(tmp_path / "agents"))
     try:
         before = await wait_until(http, first, running("alpha"))
+        await first.wait_for_line(rf"1 agent running \(registry at {first.registry}/agents\)$")
         second = await FleetProcess.start("fleet", str(tmp_path / "agents"))
         async with asyncio.timeout(30):
             assert await second.process.wait() == 1

@@ -24,7 +24,7 @@ from a2a_wrapper.fleet.registry import Listed, build_registry_app
 from a2a_wrapper.fleet.reload import watch_fleet
 from a2a_wrapper.fleet.remote import RemoteAgent
 from a2a_wrapper.fleet.spec import AgentSpec, Fleet, RemoteSpec
-from a2a_wrapper.fleet.supervisor import OnRunning, Supervisor
+from a2a_wrapper.fleet.supervisor import OnRunning, SupervisedAgent, Supervisor
 from a2a_wrapper.ports import bind_port
 
 log = logging.getLogger(__name__)
@@ -124,7 +124,7 @@ async def run_fleet(fleet: Fleet, on_running: OnRunning | None = None) -> None:
 async def _run_claimed(fleet: Fleet, locks: StateLocks, on_running: OnRunning | None) -> None:
     with Signals().installed() as signals:
         async with httpx.AsyncClient(timeout=10) as http:
-            supervisor = Supervisor(fleet.restart, http, on_running)
+            supervisor = Supervisor(fleet.restart, http, _noting_all_running(fleet, on_running))
             remotes = [RemoteAgent(spec) for spec in fleet.remotes]
 
             def listing() -> list[Listed]:
@@ -140,6 +140,23 @@ async def _run_claimed(fleet: Fleet, locks: StateLocks, on_running: OnRunning | 
                 finally:
                     signals.stop.set()
                     await _stop_agents(supervisor, watcher, signals.force)
+
+
+def _noting_all_running(fleet: Fleet, on_running: OnRunning | None) -> OnRunning:
+    """`on_running`, and one log line once every agent the fleet started with has answered."""
+    waiting = {spec.config for spec in fleet.agents}
+
+    def running(agent: SupervisedAgent) -> None:
+        if on_running is not None:
+            on_running(agent)
+        if agent.spec.config in waiting:
+            waiting.discard(agent.spec.config)
+            if not waiting:
+                registry = f"http://{fleet.registry.host}:{fleet.registry.port}/agents"
+                count = f"all {len(fleet.agents)} agents" if len(fleet.agents) > 1 else "1 agent"
+                log.info("%s running (registry at %s)", count, registry)
+
+    return running
 
 
 async def _stop_agents(supervisor: Supervisor, watcher: asyncio.Task[None] | None, force: asyncio.Event) -> None:
