@@ -112,6 +112,9 @@ async def test_tool_calls_and_decisions_are_one_line_each(agent: ServedAgent) ->
         "[allow] bash: echo shown > shown.txt"
     ], lines
     assert any(line.startswith("[done] bash") for line in lines), lines
+    tools = [line.split(":")[0] for line in lines if line.startswith(("[tool]", "[allow]", "[done]"))]
+    assert tools == ["[tool] bash", "[allow] bash", "[done] bash"], lines
+    assert "(rule autoApprove: true)" in sent.stderr
     assert sent.stdout.startswith("Tool bash returned"), "the answer after the tool call is on stdout alone"
 
 
