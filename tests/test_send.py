@@ -9,6 +9,7 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -30,8 +31,10 @@ from a2a_wrapper.client.answers import reply_parts, request_of
 from a2a_wrapper.client.connect import SendError, card_location, parse_headers
 from a2a_wrapper.client.text import OUTPUT_LINES, as_text, decided_by
 from a2a_wrapper.client.view import LiveView
+from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSettings
 from a2a_wrapper.shield import ShieldConfig
 from tests.conftest import ServedAgent, SettingsFactory, serving
+from tests.helpers.acp_fixtures import acp_copilot_backend
 from tests.test_auth import AUTH, KEYS
 
 
@@ -566,3 +569,22 @@ async def test_a_task_that_ends_on_its_own_while_a_person_is_asked_ends_the_wait
     assert process.returncode == 0, "the task completed: the agent went on without the tool"
     assert out.decode().startswith("Tool bash returned: No person answered in time")
     assert not (served.workdir / "unanswered.txt").exists()
+
+
+@pytest.mark.slow
+async def test_an_acp_agents_denied_call_reads_as_text(tmp_path: Path, offline_model: Any) -> None:
+    state = tmp_path / "acp-state"
+    settings = AgentSettings(
+        card=CardSettings(name="acp-send"),
+        server=ServerSettings(port=free_port()),
+        backend=acp_copilot_backend(offline_model, state / "workspace", state),
+        state_dir=state,
+        shield=ShieldConfig(),
+    )
+    async with asyncio.timeout(150), serving(settings, offline_model) as served:
+        denied = await a2a_send(served.url, bash("touch acp-denied.txt"), stdin="n\n")
+    assert denied.code == 0, denied.stderr
+    lines = [line for line in denied.stderr.splitlines() if line.startswith(("[tool]", "[deny]", "[failed]"))]
+    assert [line.split(":")[0] for line in lines] == ["[tool] execute", "[deny] execute", "[failed] execute"], lines
+    assert lines[-1] == "[failed] execute: The user rejected this tool call.", "copilot --acp's rawOutput, as text"
+    assert "{'" not in denied.stderr and "{\"" not in denied.stderr
