@@ -50,6 +50,12 @@ class CrashHistory:
             return None
         return float(min(self._policy.max_backoff, self._policy.backoff * 2 ** (len(self._times) - 1)))
 
+    def delay(self, now: float) -> float:
+        """`record` under a policy with no crash limit, which always waits and never gives up."""
+        delay = self.record(now)
+        assert delay is not None, "this policy has a crash limit: use record"
+        return delay
+
     @property
     def recent(self) -> int:
         return len(self._times)

@@ -52,19 +52,19 @@ class Restarter:
 
     async def _run(self) -> None:
         crashes = CrashHistory(BACKEND_BACKOFF)
+        loop = asyncio.get_running_loop()
         while True:
             code = await self._process.wait_exit()
             if self._stopping:
                 return
-            delay = _delay(crashes)
-            pid = self._process.pid
-            log.warning("[%s] pid %s exited with code %s; restarting in %.1f s", self._name, pid, code, delay)
+            log.warning("[%s] pid %s exited with code %s; restarting", self._name, self._process.pid, code)
             await self._process.exited(code)
-            while not await self._started_after(delay):
-                delay = _delay(crashes)
+            while not await self._started_after(crashes.delay(loop.time())):
+                pass
             self.restarts += 1
 
     async def _started_after(self, delay: float) -> bool:
+        log.info("[%s] starting the backend process again in %.1f s", self._name, delay)
         await asyncio.sleep(delay)
         try:
             await self._process.spawn()
@@ -72,9 +72,3 @@ class Restarter:
             log.exception("[%s] the backend process could not be restarted", self._name)
             return False
         return True
-
-
-def _delay(crashes: CrashHistory) -> float:
-    delay = crashes.record(asyncio.get_running_loop().time())
-    assert delay is not None, "BACKEND_BACKOFF has no crash limit"
-    return delay

@@ -14,12 +14,14 @@ from typing import Any
 import aiohttp
 
 from a2a_wrapper.backends.base import BURST_SLICE
+from a2a_wrapper.backoff import Backoff, CrashHistory
 
 log = logging.getLogger(__name__)
 
 RECONNECTED = "a2a-wrapper.reconnected"  # synthetic event: events may have been missed
 BACKEND_EXITED = "a2a-wrapper.backend-exited"  # synthetic event: the OpenCode process died
 EventQueue = asyncio.Queue[dict[str, Any]]
+RECONNECT_BACKOFF = Backoff(backoff=0.25, max_backoff=5.0, window=60.0)
 
 
 @dataclass(eq=False)
@@ -45,12 +47,11 @@ def session_of(event: dict[str, Any]) -> str | None:
 class EventStream:
     """Holds the subscription; `subscribe(session_id)` gives a queue of that session's events."""
 
-    def __init__(self, name: str, http: aiohttp.ClientSession, initial_backoff: float = 0.25) -> None:
+    def __init__(self, name: str, http: aiohttp.ClientSession) -> None:
         self._name = name
         self._http = http
         self._queues: dict[str, list[Subscription]] = {}
         self._parents: dict[str, str] = {}
-        self._initial_backoff = initial_backoff
         self.connected = asyncio.Event()
 
     def use(self, http: aiohttp.ClientSession) -> None:
@@ -81,8 +82,8 @@ class EventStream:
                 subscription.queue.put_nowait(event)
 
     async def run(self) -> None:
-        """Consume until cancelled, reconnecting with capped exponential backoff."""
-        backoff = self._initial_backoff
+        """Consume until cancelled, reconnecting on the shared backoff (counted again from each connection)."""
+        lost = CrashHistory(RECONNECT_BACKOFF)
         first = True
         loop = asyncio.get_running_loop()
         yielded = loop.time()
@@ -91,7 +92,7 @@ class EventStream:
                 async for event in self._events():
                     if not self.connected.is_set():
                         self.connected.set()
-                        backoff = self._initial_backoff
+                        lost = CrashHistory(RECONNECT_BACKOFF)
                         if not first:
                             self.broadcast({"type": RECONNECTED, "properties": {}})
                         first = False
@@ -102,12 +103,11 @@ class EventStream:
                         await asyncio.sleep(0)
                 log.warning("[%s] event stream ended; reconnecting", self._name)
             except (aiohttp.ClientError, TimeoutError) as exc:
-                log.warning("[%s] event stream lost (%s); reconnecting in %.2f s", self._name, exc, backoff)
+                log.warning("[%s] event stream lost (%s); reconnecting", self._name, exc)
             except Exception:  # a boundary: whatever broke this connection, the next one starts clean
-                log.exception("[%s] event stream failed; reconnecting in %.2f s", self._name, backoff)
+                log.exception("[%s] event stream failed; reconnecting", self._name)
             self.connected.clear()
-            await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, 5.0)
+            await asyncio.sleep(lost.delay(loop.time()))
 
     async def _events(self) -> AsyncIterator[dict[str, Any]]:
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=5, sock_read=45)  # heartbeats every ~10 s
