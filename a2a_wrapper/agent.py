@@ -4,6 +4,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import socket
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from a2a_wrapper.sandbox import Sandbox, describe_runtime
 from a2a_wrapper.shield.decision import PermissionPolicy
 from a2a_wrapper.state.audit import AuditLog
 from a2a_wrapper.state.context_rules import ContextRules
+from a2a_wrapper.state.lock import SERVING, FolderBusy, FolderLock
 from a2a_wrapper.state.recovery import INTERRUPTED, fail_interrupted_tasks
 from a2a_wrapper.state.sdk_tables import task_ids
 from a2a_wrapper.state.sessions import SessionMap
@@ -157,30 +159,51 @@ async def serve(settings: AgentSettings) -> None:
         server.should_exit = True
         server.force_exit = signals > 1
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, on_signal)
-    listener = bind_port(settings.server.host, settings.server.port, f"agent {settings.card.name!r}")
-    try:
-        async with running_agent(settings) as agent:
-            config = uvicorn.Config(
-                agent.app,
-                host=settings.server.host,
-                port=settings.server.port,
-                log_config=None,
-                timeout_graceful_shutdown=10,
-                lifespan="off",
-            )
-            server = _Server(config)
-            log.info("agent %r serving; card at %s", settings.card.name, agent.card_url)
-            await server.serve(sockets=[listener])
-    except asyncio.CancelledError:
-        if not signals:
-            raise
-        log.info("agent %r stopped during start-up", settings.card.name)
-    finally:
-        listener.close()
+    with _claimed(settings) as listener:
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
+            loop.add_signal_handler(sig, on_signal)
+        try:
+            async with running_agent(settings) as agent:
+                config = uvicorn.Config(
+                    agent.app,
+                    host=settings.server.host,
+                    port=settings.server.port,
+                    log_config=None,
+                    timeout_graceful_shutdown=10,
+                    lifespan="off",
+                )
+                server = _Server(config)
+                log.info("agent %r serving; card at %s", settings.card.name, agent.card_url)
+                await server.serve(sockets=[listener])
+        except asyncio.CancelledError:
+            if not signals:
+                raise
+            log.info("agent %r stopped during start-up", settings.card.name)
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+
+
+@contextlib.contextmanager
+def _claimed(settings: AgentSettings) -> Iterator[socket.socket]:
+    """The state folder and the port, both taken before anything slow starts (a clash is one sentence at once)."""
+    serving = _own_state_folder(settings)
+    try:
+        with bind_port(settings.server.host, settings.server.port, f"agent {settings.card.name!r}") as listener:
+            yield listener
+    finally:
+        serving.release()
+
+
+def _own_state_folder(settings: AgentSettings) -> FolderLock:
+    """One `serve` per state folder: a second would share its SQLite file, sessions and backend home."""
+    assert settings.state_dir is not None
+    lock = FolderLock(settings.state_dir, SERVING)
+    try:
+        lock.acquire()
+    except FolderBusy as exc:
+        raise FolderBusy(exc.folder, f"{exc.holder}; agent {settings.card.name!r} runs once per state folder") from None
+    return lock
 
 
 def engine_for(settings: AgentSettings) -> AsyncEngine:

@@ -336,3 +336,41 @@ def test_a_taken_port_is_refused_before_the_backend_starts(tmp_path: Path, state
     assert f"agent 'late': cannot listen on 127.0.0.1:{port} (Address already in use)" in result.stderr
     assert "serving" not in result.stderr and "Traceback" not in result.stderr
     assert " started " not in result.stderr  # no backend process was started only to be stopped again
+
+
+def test_a_second_serve_on_one_state_folder_is_refused_naming_the_first(
+    tmp_path: Path, state_home: dict[str, str]
+) -> None:
+    ports = []
+    for _ in range(2):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            ports.append(probe.getsockname()[1])
+    provider = {"id": "offline", "base_url": "http://127.0.0.1:9/v1", "models": ["offline-model"]}
+    config = {
+        "card": {"name": "twice"},
+        "backend": {"kind": "opencode", "model": "offline/offline-model", "provider": provider},
+        "runtime": {"kind": "process"},
+        "state_dir": str(tmp_path / "state"),
+    }
+    path = write(tmp_path, {**config, "server": {"port": ports[0]}})
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("A2A_WRAP_")}, **state_home}
+    with subprocess.Popen(
+        [sys.executable, "-m", "a2a_wrapper", "serve", "--config", str(path)],
+        cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True,
+    ) as first:  # fmt: skip
+        try:
+            assert first.stderr is not None
+            for line in first.stderr:
+                if "serving" in line:
+                    break
+            else:
+                raise AssertionError(f"the first agent never served (exit {first.wait()})")
+            second = a2a_wrap("serve", "--config", str(path), "--port", str(ports[1]), env=state_home)
+        finally:
+            first.terminate()
+            first.communicate(timeout=30)
+    assert second.returncode != 0
+    expected = f"{tmp_path / 'state'} is in use by pid {first.pid} ("
+    assert expected in second.stderr and "runs once per state folder" in second.stderr, second.stderr
+    assert " started " not in second.stderr and "Traceback" not in second.stderr

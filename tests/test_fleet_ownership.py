@@ -10,12 +10,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from a2a_wrapper.fleet.ownership import LOCK_NAME, FolderBusy, FolderLock
+from a2a_wrapper.state.lock import OWNER, FolderBusy, FolderLock
 from tests.conftest import SettingsFactory
 from tests.helpers.fleet_process import FleetProcess, agent_config, running, wait_until
 
 HOLD = (
-    "import sys, time; from pathlib import Path; from a2a_wrapper.fleet.ownership import FolderLock; "
+    "import sys, time; from pathlib import Path; from a2a_wrapper.state.lock import FolderLock; "
     "FolderLock(Path(sys.argv[1])).acquire(); print('held', flush=True); time.sleep(60)"
 )
 
@@ -23,13 +23,13 @@ HOLD = (
 def test_a_second_lock_names_the_holder_until_it_lets_go(tmp_path: Path) -> None:
     first = FolderLock(tmp_path / "state")
     first.acquire()
-    assert (tmp_path / "state" / LOCK_NAME).read_text().startswith(f"{os.getpid()} ")
+    assert (tmp_path / "state" / OWNER).read_text().startswith(f"{os.getpid()} ")
     second = FolderLock(tmp_path / "state")
     with pytest.raises(FolderBusy) as refused:
         second.acquire()
     assert str(refused.value).startswith(f"{tmp_path / 'state'} is in use by pid {os.getpid()} (")
     first.release()
-    assert (tmp_path / "state" / LOCK_NAME).read_text() == ""
+    assert (tmp_path / "state" / OWNER).read_text() == ""
     second.acquire()
     second.release()
 

@@ -21,17 +21,17 @@ from typing import Any
 import yaml
 
 from a2a_wrapper.backends.install import find_binary
+from a2a_wrapper.command import command_prefix
 from a2a_wrapper.config.files import default_state_dir
 from a2a_wrapper.errors import ConfigError
-from a2a_wrapper.fleet.command import command_prefix
 from a2a_wrapper.fleet.fleet_file import DEFAULT_REGISTRY_PORT
 from a2a_wrapper.fleet.lifecycle import run_fleet
 from a2a_wrapper.fleet.loader import load_fleet
-from a2a_wrapper.fleet.ownership import FolderBusy, FolderLock
 from a2a_wrapper.fleet.spec import Fleet
 from a2a_wrapper.fleet.supervisor import SupervisedAgent
 from a2a_wrapper.offline_model import MODEL_ID, SMALL_MODEL_ID, OfflineModel
 from a2a_wrapper.ports import bind_port
+from a2a_wrapper.state.lock import FolderBusy, FolderLock
 
 # Shell commands, edits and fetches are put to the caller (input-required); reads are allowed.
 DEMO_SHIELD = {"defaults": {"read": "allow"}}

@@ -15,9 +15,10 @@ from watchfiles import Change, awatch
 from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.fleet.fleet_file import RegistrySettings
 from a2a_wrapper.fleet.loader import CONFIG_NAMES, check_fleet, discover, load_agent
-from a2a_wrapper.fleet.ownership import FolderBusy, StateLocks
+from a2a_wrapper.fleet.ownership import StateLocks
 from a2a_wrapper.fleet.spec import AgentSpec, Fleet
 from a2a_wrapper.fleet.supervisor import Supervisor
+from a2a_wrapper.state.lock import FolderBusy
 
 log = logging.getLogger(__name__)
 
