@@ -4,12 +4,11 @@ Exit codes: 0 when the task completed; 1 when it failed, was rejected or cancele
 or when it could not go on (the stream broke, stdin closed while the agent waited: the task is then canceled;
 the agent went away while the person was asked).
 
-While the person is asked, the task is watched (A2A's subscribe to the paused task): the agent stopping, or the
-task ending on its own, ends the wait with a sentence instead of a prompt that fails only once answered.
+While the person is asked, the paused task is watched (see watch.py): the agent stopping, or the task ending on
+its own, ends the wait with a sentence instead of a prompt that fails only once answered.
 """
 
 import asyncio
-import logging
 import sys
 import uuid
 from dataclasses import dataclass
@@ -20,12 +19,10 @@ from a2a.client import Client
 from a2a.helpers import new_text_part
 from a2a.types import (
     CancelTaskRequest,
-    GetTaskRequest,
     Message,
     Part,
     Role,
     SendMessageRequest,
-    SubscribeToTaskRequest,
     TaskState,
     TaskStatus,
 )
@@ -35,16 +32,10 @@ from a2a_wrapper.client.answers import Request, reply_parts, request_of
 from a2a_wrapper.client.connect import KEY_HINT, SendError, client_for, fetch_card, http_client
 from a2a_wrapper.client.prompt import Ask, read_line
 from a2a_wrapper.client.view import LiveView, text_of
+from a2a_wrapper.client.watch import Gone, PromptLine, watch_paused
 
-log = logging.getLogger(__name__)
 STOPPED = "the agent stopped while waiting for your answer: task {id} cannot go on (send the message again)"
 ENDED = "the task ended while waiting for your answer"
-_TERMINAL = {
-    TaskState.TASK_STATE_COMPLETED,
-    TaskState.TASK_STATE_FAILED,
-    TaskState.TASK_STATE_REJECTED,
-    TaskState.TASK_STATE_CANCELED,
-}
 _FAILED = {
     TaskState.TASK_STATE_FAILED: "failed",
     TaskState.TASK_STATE_REJECTED: "rejected",
@@ -58,13 +49,6 @@ class _Task:
     id: str = ""
     context_id: str = ""
     status: TaskStatus | None = None
-
-
-@dataclass(frozen=True)
-class _Gone:
-    """The wait for the person ended without an answer: the agent went away, or the task ended."""
-
-    ended: bool  # the task reached a terminal state (held in the task); else the agent stopped
 
 
 async def send(
@@ -92,7 +76,7 @@ async def send(
             assert task.status is not None
             ask = ask or read_line(err)
             parts = await _answer_or_gone(client, task, request_of(task.status), view, ask)
-            if isinstance(parts, _Gone):
+            if isinstance(parts, Gone):
                 return _gone(parts, task, view)
             if parts is None:
                 view.line(f"no answer (end of input): canceling task {task.id}")
@@ -131,7 +115,7 @@ def _finish(task: _Task, state: TaskState, view: LiveView) -> int:
 
 async def _answer_or_gone(
     client: Client, task: _Task, request: Request, view: LiveView, ask: Ask
-) -> list[Part] | _Gone | None:
+) -> list[Part] | Gone | None:
     """The person's answer, unless the agent goes away (or the task ends) first."""
     view.close()
     if request.tool is not None:
@@ -139,8 +123,8 @@ async def _answer_or_gone(
     for line in request.lines:
         view.line(line)
     answering = asyncio.create_task(_answer(request, ask), name="answer")
-    prompt = _Prompt(view)
-    watching = asyncio.create_task(_watch(client, task, view, prompt), name="watch-task")
+    prompt = PromptLine(view)
+    watching = asyncio.create_task(watch_paused(client, task.id, view, prompt), name="watch-task")
     try:
         await asyncio.wait({answering, watching}, return_when=asyncio.FIRST_COMPLETED)
         if not answering.done() and watching.result() is None:  # nothing to watch: only the answer ends the wait
@@ -167,59 +151,13 @@ async def _answer(request: Request, ask: Ask) -> list[Part] | None:
             return parts
 
 
-class _Prompt:
-    """The prompt's line, left open for the answer; ended once when something else is shown instead."""
-
-    def __init__(self, view: LiveView) -> None:
-        self._view = view
-        self._open = True
-
-    def end(self) -> None:
-        if self._open:
-            self._view.line("")
-            self._open = False
-
-
-async def _watch(client: Client, task: _Task, view: LiveView, prompt: _Prompt) -> _Gone | None:
-    """Returns when the paused task ends or its agent goes away; None at once when the agent offers no watch.
-    What the task does meanwhile (its deadline denied the request, and the agent went on) is shown."""
-    try:
-        async for event in client.subscribe(SubscribeToTaskRequest(id=task.id)):
-            if not event.HasField("task"):  # the first event is the paused task itself, already shown
-                prompt.end()
-                view.show(event)
-            status = event.status_update.status if event.HasField("status_update") else event.task.status
-            if status.state in _TERMINAL:
-                task.status = status
-                return _Gone(ended=True)
-    except A2AError as exc:
-        if not isinstance(exc.__cause__, httpx.RequestError):  # the agent is there and refuses to be watched
-            return await _unwatched(client, task, exc)
-    return _Gone(ended=False)  # the stream closed or broke: the agent stopped
-
-
-async def _unwatched(client: Client, task: _Task, refusal: A2AError) -> _Gone | None:
-    """A refused subscription: a task that ended meanwhile is terminal; else nothing can be watched (None)."""
-    try:
-        current = await client.get_task(GetTaskRequest(id=task.id))
-    except A2AError as exc:
-        if isinstance(exc.__cause__, httpx.RequestError):
-            return _Gone(ended=False)
-        current = None
-    if current is not None and current.status.state in _TERMINAL:
-        task.status = current.status
-        return _Gone(ended=True)
-    log.debug("task %s cannot be watched while the person is asked: %s", task.id, refusal)
-    return None
-
-
-def _gone(gone: _Gone, task: _Task, view: LiveView) -> int:
-    if not gone.ended:
+def _gone(gone: Gone, task: _Task, view: LiveView) -> int:
+    if gone.status is None:
         view.line(STOPPED.format(id=task.id))
         return 1
+    task.status = gone.status
     view.line(ENDED)
-    assert task.status is not None
-    return _finish(task, task.status.state, view)
+    return _finish(task, gone.status.state, view)
 
 
 def _message(parts: list[Part], context_id: str | None = None, task_id: str | None = None) -> Message:
