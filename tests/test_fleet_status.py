@@ -1,6 +1,7 @@
 """`a2a-wrap status` (--watch) and `a2a-wrap logs NAME` against a real fleet on the offline model."""
 
 import asyncio
+import contextlib
 import os
 import re
 import signal
@@ -12,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from a2a_wrapper.backends.opencode.launch import free_port
 from a2a_wrapper.fleet.agent_log import AgentLog
 from a2a_wrapper.fleet.logs import recent_lines
 from a2a_wrapper.fleet.status import Waiting, format_status, model_of
@@ -137,3 +139,27 @@ def test_an_agent_log_is_rotated_at_its_cap_and_read_across_the_rotation(tmp_pat
     assert path.stat().st_size <= 200 and path.with_name("fleet.log.1").exists()
     shown = recent_lines(path, 6)
     assert [line.split()[3] for line in shown] == ["06", "07", "08", "09", "10", "11"], shown
+
+
+@pytest.mark.slow
+async def test_logs_of_an_agent_the_registry_only_lists_says_where_its_log_is(http: httpx.AsyncClient) -> None:
+    elsewhere, port = f"http://127.0.0.1:{free_port()}", free_port()
+    registry = f"http://127.0.0.1:{port}"
+    async with a2a_wrap("registry", "--agent", elsewhere, "--port", str(port), "--health-interval", "0.2") as served:
+        async with asyncio.timeout(30):
+            while True:  # the registry announces no readiness but its port
+                with contextlib.suppress(httpx.TransportError):
+                    if (await http.get(registry + "/health")).status_code == 200:
+                        break
+                await asyncio.sleep(0.2)
+        code, _, err = await output_of("logs", elsewhere.removeprefix("http://"), "--registry", registry)
+        watched = await output_of("status", "--registry", registry)
+        served.send_signal(signal.SIGINT)
+        async with asyncio.timeout(30):
+            await served.wait()
+    assert code == 1
+    assert err.strip() == (
+        f"Error: agent '{elsewhere.removeprefix('http://')}' runs elsewhere ({elsewhere}); the fleet only lists it and "
+        "keeps no log of it: read its log where it runs (for one in docker compose: docker compose logs)"
+    )
+    assert watched[0] == 0 and approvals_of(watched[1].splitlines(), elsewhere.removeprefix("http://")) == "-"
