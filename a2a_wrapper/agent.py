@@ -5,7 +5,7 @@ import contextlib
 import logging
 import signal
 import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +47,7 @@ class RunningAgent:
     app: ASGIApp
     backend: Backend
     sessions: SessionMap
+    end_turns: Callable[[], Awaitable[None]]  # running turns end with their sentence (their streams close)
 
     @property
     def card_url(self) -> str:
@@ -103,7 +104,7 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
             metrics=metrics,
             runtime=describe_runtime(settings, sandbox),
         )
-        yield RunningAgent(settings, app, backend, sessions)
+        yield RunningAgent(settings, app, backend, sessions, turns.shutdown)
 
 
 @asynccontextmanager
@@ -135,11 +136,24 @@ def hosts_policy(policy: Policy) -> PermissionPolicy:
 
 
 class _Server(uvicorn.Server):
-    """uvicorn without its own signal handling: `serve` records signals and tears the agent down itself."""
+    """uvicorn without its own signal handling: `serve` records signals and tears the agent down itself. At a
+    stop the running turns end first, each with its sentence: their streams then close by themselves instead of
+    being cut when uvicorn's grace runs out."""
+
+    def __init__(self, config: uvicorn.Config, end_turns: Callable[[], Awaitable[None]]) -> None:
+        super().__init__(config)
+        self._end_turns = end_turns
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for server in self.servers:
+            server.close()  # no new connection while the turns end
+        if not self.force_exit:
+            await self._end_turns()
+        await super().shutdown(sockets)
 
 
 async def serve(settings: AgentSettings) -> None:
@@ -172,7 +186,7 @@ async def serve(settings: AgentSettings) -> None:
                     timeout_graceful_shutdown=10,
                     lifespan="off",
                 )
-                server = _Server(config)
+                server = _Server(config, agent.end_turns)
                 log.info("agent %r serving; card at %s", settings.card.name, agent.card_url)
                 await server.serve(sockets=[listener])
         except asyncio.CancelledError:

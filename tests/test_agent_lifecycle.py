@@ -14,7 +14,7 @@ import yaml
 
 from a2a_wrapper.offline_model import OfflineModel
 from tests.conftest import SettingsFactory
-from tests.helpers.a2a_wire import rpc, status_text, user_message
+from tests.helpers.a2a_wire import rpc, status_text, stream, user_message
 from tests.helpers.model_prompts import marker, wait_until_the_model_receives
 
 pytestmark = pytest.mark.slow
@@ -134,3 +134,27 @@ async def test_graceful_stop_fails_a_running_turn_with_a_sentence(
     finally:
         process.send_signal(signal.SIGTERM)
         await process.wait()
+
+
+async def test_a_stop_ends_an_open_stream_with_its_sentence_not_a_cut(
+    make_settings: SettingsFactory, offline_model: OfflineModel, tmp_path: Path, http: httpx.AsyncClient
+) -> None:
+    config = write_config(tmp_path / "agent.yaml", make_settings())
+    url = f"http://127.0.0.1:{yaml.safe_load(config.read_text())['server']['port']}"
+    process = await start_serve(config)
+    await wait_healthy(http, url)
+    streaming = marker("streaming")
+    watched = asyncio.create_task(
+        stream(http, url + "/a2a/jsonrpc", {"message": user_message(f"[[slow:30]] {streaming}")})
+    )
+    await wait_until_the_model_receives(offline_model, streaming)
+    process.send_signal(signal.SIGTERM)
+    async with asyncio.timeout(30):
+        events = await watched  # the stream ends by itself: its last event is the task's end, not a cut connection
+        assert await process.wait() == 0
+    assert process.stderr is not None
+    log = (await process.stderr.read()).decode()
+    last = events[-1]["statusUpdate"]["status"]
+    assert last["state"] == "TASK_STATE_FAILED"
+    assert "shut down while this turn was running" in status_text(last)
+    assert "Traceback" not in log and "graceful shutdown exceeded" not in log, log
