@@ -304,3 +304,32 @@ def test_a_bare_backend_name_runs_the_managed_install(tmp_path: Path) -> None:
     assert agent_command(["opencode", "acp"], empty_path) == [str(find_binary("opencode")), "acp"]
     assert agent_command(["/usr/bin/true"], empty_path) == ["/usr/bin/true"]
     assert agent_command(["my-agent", "--stdio"], empty_path) == ["my-agent", "--stdio"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ({"message": "The user rejected this tool call.", "code": "rejected"}, "The user rejected this tool call."),
+        ({"stdout": "a.txt", "stderr": "warn"}, "a.txt\nwarn"),
+        ({"exit": 2, "signal": None}, '{"exit": 2, "signal": null}'),
+        (["one", 2], '["one", 2]'),
+        ("plain", "plain"),
+    ],
+)
+def test_a_structured_raw_output_reads_as_text(raw: Any, shown: str) -> None:
+    tools = translate.ToolCache()
+    translate.translate(tool_call(title="bash", kind="execute", status="pending", raw_input={"command": "x"}), tools)
+    (result,) = translate.translate(tool_update(status="failed", raw_output=raw), tools)
+    assert isinstance(result, ToolResult) and result.output == shown
+
+
+@pytest.mark.slow
+async def test_the_model_an_agent_reports_is_on_health(
+    make_acp: AcpSettingsFactory, offline_model: OfflineModel, http: httpx.AsyncClient, which: str
+) -> None:
+    async with served(make_acp(auto_approve=True), offline_model) as agent:
+        backend = (await http.get(agent.url + "/health")).json()["backend"]
+    if which == "opencode":  # `opencode acp` names its model in session/new; copilot --acp offline names none
+        assert backend["model"].endswith("offline-model"), backend
+    else:
+        assert "model" not in backend, backend

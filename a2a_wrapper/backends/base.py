@@ -50,6 +50,7 @@ class Identity(TypedDict, total=False):
     restarts: Required[int]
     pid: int | str | None  # the backend process (a container's short id); none when attached to one
     agent: str  # an ACP agent's name and version, as it said in `initialize`
+    model: str  # the model the backend says it runs, where it says (an ACP agent's `model` option)
 
 
 class Health(Identity, total=False):

@@ -3,6 +3,7 @@ closed."""
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -14,6 +15,8 @@ from acp.schema import (
     Implementation,
     InitializeResponse,
     PromptCapabilities,
+    SessionConfigOptionBoolean,
+    SessionConfigOptionSelect,
 )
 
 from a2a_wrapper import __version__
@@ -65,6 +68,7 @@ class AgentConnection:
         self._settings = settings
         self._conn: ClientSideConnection | None = None
         self.info: InitializeResponse | None = None
+        self.model: str | None = None  # the model its last new session reported (a `model` config option), if any
 
     @property
     def alive(self) -> bool:
@@ -130,6 +134,7 @@ class AgentConnection:
             raise self._refused("session/new", exc) from exc
         except ConnectionError as exc:
             raise BackendUnavailable(f"{self.agent_name} is not running ({exc})") from exc
+        self.model = _model_of(created.config_options) or self.model
         return created.session_id
 
     async def load_session(self, session_id: str) -> None:
@@ -166,3 +171,11 @@ def _describe(method: Any) -> str:
     if getattr(method, "description", None):
         described += f" ({method.description})"
     return described
+
+
+def _model_of(options: Sequence[SessionConfigOptionSelect | SessionConfigOptionBoolean] | None) -> str | None:
+    """The current value of the session's `model` option (`opencode acp` reports one; not every agent does)."""
+    for option in options or ():
+        if isinstance(option, SessionConfigOptionSelect) and option.category == "model":
+            return str(option.current_value)
+    return None

@@ -7,6 +7,7 @@ rule still matches by the kind's common name (`bash` for execute), as on the oth
 """
 
 import difflib
+import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -184,8 +185,23 @@ def _summary(call: ToolCallStart | ToolCallProgress) -> str:
         for item in call.content or ()
         if isinstance(item, ContentToolCallContent) and isinstance(item.content, TextContentBlock)
     ]
-    text = "\n".join(texts) if texts else (str(call.raw_output) if call.raw_output is not None else "")
+    text = "\n".join(texts) if texts else _raw_text(call.raw_output)
     return text[:_OUTPUT_SUMMARY]
+
+
+# Where agents put the readable part of a structured rawOutput (copilot --acp: {"message", "code"}).
+_TEXT_KEYS = ("output", "stdout", "stderr", "result", "message", "error", "text")
+
+
+def _raw_text(raw: object) -> str:
+    """rawOutput as text: a string as it is, the readable fields of an object, else its JSON (never a repr)."""
+    if raw is None or isinstance(raw, str):
+        return raw or ""
+    if isinstance(raw, dict):
+        texts = [value for key in _TEXT_KEYS if isinstance(value := raw.get(key), str) and value]
+        if texts:
+            return "\n".join(texts)
+    return json.dumps(raw, ensure_ascii=False, default=str)
 
 
 def _diffs(call: ToolCallStart | ToolCallProgress) -> tuple[FileDiff, ...]:
