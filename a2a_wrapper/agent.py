@@ -109,7 +109,7 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
 
 @asynccontextmanager
 async def agent_sandbox(
-    settings: AgentSettings, policy: PermissionPolicy, audit: AuditLog, metrics: AgentMetrics
+    settings: AgentSettings, host_rules: PermissionPolicy | None, audit: AuditLog, metrics: AgentMetrics
 ) -> AsyncIterator[Sandbox | None]:
     """The sandbox the backend runs in (its egress proxy up until the backend has stopped), or None without one."""
     if not isinstance(settings.runtime, SandboxRuntime) or getattr(settings.backend, "base_url", None):
@@ -121,7 +121,7 @@ async def agent_sandbox(
             )
         yield None
         return
-    sandbox = Sandbox(settings, policy, audit, metrics.egress)
+    sandbox = Sandbox(settings, host_rules, audit, metrics.egress)
     await sandbox.start()
     try:
         yield sandbox
@@ -129,10 +129,10 @@ async def agent_sandbox(
         await sandbox.stop()
 
 
-def hosts_policy(policy: Policy) -> PermissionPolicy:
-    """What decides the sandbox's hosts: the shield itself, whose network rules it reads; autoApprove's policy
-    is no shield, so the sandbox lets no host through by it (it allows tool calls, never hosts)."""
-    return policy.shield if policy.rules_decide else policy
+def hosts_policy(policy: Policy) -> PermissionPolicy | None:
+    """What decides the sandbox's hosts: the shield itself, whose network rules it reads; none under autoApprove,
+    which allows tool calls, never hosts."""
+    return policy.shield if policy.rules_decide else None
 
 
 class _Server(uvicorn.Server):

@@ -9,7 +9,6 @@ from a2a_wrapper.config.backends import OpenCodeSettings
 from a2a_wrapper.config.runtimes import SandboxRuntime
 from a2a_wrapper.config.settings import AgentSettings, CardSettings
 from a2a_wrapper.errors import ConfigError
-from a2a_wrapper.permissions.policy import Policy
 from a2a_wrapper.sandbox import Sandbox
 from a2a_wrapper.sandbox.egress import ASK_IS_DENY, Destination, EgressDecision, EgressPolicy, EgressProxy, parse_head
 from a2a_wrapper.sandbox.masks import denied_paths
@@ -80,7 +79,7 @@ NETWORK_RULES = ShieldConfig.model_validate(
 def test_hosts_are_decided_by_the_shields_network_rules(
     destination: Destination, allowed: bool, rule: str, tmp_path: Path
 ) -> None:
-    policy = EgressPolicy({Destination("127.0.0.1", 8765)}, Shield(NETWORK_RULES, tmp_path), rules_decide=True)
+    policy = EgressPolicy({Destination("127.0.0.1", 8765)}, Shield(NETWORK_RULES, tmp_path))
     decision = policy.decide(destination)
     assert (decision.allowed, decision.rule) == (allowed, rule)
     if not allowed:
@@ -88,7 +87,7 @@ def test_hosts_are_decided_by_the_shields_network_rules(
 
 
 def test_auto_approve_allows_tool_calls_but_never_a_host() -> None:
-    policy = EgressPolicy({Destination("127.0.0.1", 8765)}, Policy.auto_approving(True), rules_decide=False)
+    policy = EgressPolicy({Destination("127.0.0.1", 8765)}, None)
     assert policy.decide(Destination("127.0.0.1", 8765)).allowed
     assert not policy.decide(Destination("example.com", 443)).allowed
 
@@ -122,7 +121,7 @@ async def test_the_proxy_pipes_what_it_allows_refuses_the_rest_and_records_each(
     async def record(decision: EgressDecision, wait_ms: float) -> None:
         records.append(decision)
 
-    policy = EgressPolicy({Destination("127.0.0.1", port)}, Policy.auto_approving(True), rules_decide=False)
+    policy = EgressPolicy({Destination("127.0.0.1", port)}, None)
     proxy = EgressProxy(tmp_path / "egress.sock", policy, record)
     await proxy.start()
     try:
@@ -185,7 +184,7 @@ def test_a_workspace_that_would_show_home_or_state_is_refused(tmp_path: Path, wo
     folder = Path.home() if workdir == "HOME" else tmp_path
     settings.backend.workdir = folder
     with pytest.raises(ConfigError, match="would show"):
-        Sandbox(settings, Policy.auto_approving(True), None).plan([tmp_path / "state" / "opencode"])
+        Sandbox(settings, None, None).plan([tmp_path / "state" / "opencode"])
 
 
 def test_the_agents_own_endpoints_are_allowed_and_loopback_ones_forwarded(tmp_path: Path) -> None:
@@ -194,15 +193,13 @@ def test_the_agents_own_endpoints_are_allowed_and_loopback_ones_forwarded(tmp_pa
         provider={"id": "m", "base_url": "http://127.0.0.1:8765/v1", "models": ["x"]},
         mcp_servers={"docs": {"url": "https://mcp.example.com/mcp"}},
     )
-    described = Sandbox(settings, Policy.auto_approving(True), None).describe()
+    described = Sandbox(settings, None, None).describe()
     assert described["network"]["allowed"] == ["127.0.0.1:8765", "mcp.example.com:443"]
     assert not (tmp_path / "state").exists(), "describing the sandbox creates nothing"
 
 
 def test_runtime_hosts_are_let_through_whatever_the_policy() -> None:
-    policy = EgressPolicy(
-        set(), Policy.auto_approving(False), rules_decide=False, hosts=["*.example.org", "docs.python.org"]
-    )
+    policy = EgressPolicy(set(), None, hosts=["*.example.org", "docs.python.org"])
     assert policy.decide(Destination("files.example.org", 443)).rule == "runtime:hosts"
     assert policy.decide(Destination("docs.python.org", 443)).allowed
     assert not policy.decide(Destination("example.org", 443)).allowed, "*. covers sub-domains only"
@@ -211,7 +208,7 @@ def test_runtime_hosts_are_let_through_whatever_the_policy() -> None:
 async def test_a_deep_state_folder_gets_its_sockets_in_a_short_private_folder(tmp_path: Path) -> None:
     deep = tmp_path / ("a-very-long-folder-name-" * 6)
     settings = _settings(deep)
-    sandbox = Sandbox(settings, Policy.auto_approving(True), None)
+    sandbox = Sandbox(settings, None, None)
     await sandbox.start()
     try:
         socket = sandbox.socket_path("opencode.sock")

@@ -22,13 +22,11 @@ from typing import Any
 from a2a_wrapper.config.runtimes import SandboxRuntime
 from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.errors import ConfigError, SandboxUnavailable
-from a2a_wrapper.events import Permission
 from a2a_wrapper.sandbox.bubblewrap import checked_bwrap
 from a2a_wrapper.sandbox.egress import Destination, EgressDecision, EgressPolicy, EgressProxy, endpoint
 from a2a_wrapper.sandbox.masks import denied_paths
 from a2a_wrapper.sandbox.plan import EGRESS_SOCKET, PROXY_PORT, SERVE_INSIDE, Forward, SandboxPlan
-from a2a_wrapper.shield import Shield
-from a2a_wrapper.shield.decision import Decision, PermissionPolicy
+from a2a_wrapper.shield.decision import PermissionPolicy
 from a2a_wrapper.shield.hosts import BadUrl
 from a2a_wrapper.state.audit import AuditEntry, AuditLog
 
@@ -60,7 +58,7 @@ class Sandbox:
     def __init__(
         self,
         settings: AgentSettings,
-        policy: PermissionPolicy,
+        host_rules: PermissionPolicy | None,  # the shield deciding hosts; None under autoApprove (none let through)
         audit: AuditLog | None,
         counter: Callable[[str], None] | None = None,
     ) -> None:
@@ -73,7 +71,7 @@ class Sandbox:
         loopback = {d.port: d for d in sorted(self._endpoints, key=str, reverse=True) if d.host in _LOOPBACK}
         self._forwards = [Forward(port, str(d)) for port, d in sorted(loopback.items())]  # one per port inside
         self._sockets = settings.state_dir / "sandbox"  # until start(), which may pick a shorter one
-        self._egress = EgressPolicy(self._endpoints, policy, isinstance(policy, Shield), self._runtime.hosts)
+        self._egress = EgressPolicy(self._endpoints, host_rules, self._runtime.hosts)
         self._proxy: EgressProxy | None = None
         self._bwrap: Path | None = None
         self._masked: list[Path] = []
@@ -264,14 +262,7 @@ def describe_runtime(settings: AgentSettings, sandbox: Sandbox | None) -> dict[s
         return {"kind": "docker", "image": settings.runtime.image, "network": settings.runtime.network}
     if settings.runtime.kind == "process":
         return {"kind": "process", "warning": "unsandboxed: the backend has the user's rights; only rules bound it"}
-    return Sandbox(settings, _DescribingOnly(), None).describe()
-
-
-class _DescribingOnly:
-    """The policy of a sandbox that is only described, never started: nothing reaches it."""
-
-    def decide(self, request: Permission) -> Decision:
-        raise AssertionError(f"a sandbox that is only described was asked to decide {request.tool}")
+    return Sandbox(settings, None, None).describe()
 
 
 def _sockets_folder(preferred: Path) -> Path:

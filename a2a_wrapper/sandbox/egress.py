@@ -61,24 +61,21 @@ Recorder = Callable[[EgressDecision, float], Awaitable[None]]
 class EgressPolicy:
     """Endpoints of the agent's own (model provider, MCP servers) are allowed; any other host is the shield's."""
 
-    def __init__(
-        self, endpoints: set[Destination], policy: PermissionPolicy, rules_decide: bool, hosts: Sequence[str] = ()
-    ) -> None:
+    def __init__(self, endpoints: set[Destination], rules: PermissionPolicy | None, hosts: Sequence[str] = ()) -> None:
         self._endpoints = endpoints
-        self._hosts = tuple(hosts)  # runtime.hosts: let through whatever the policy says
-        self._policy = policy
-        self._rules_decide = rules_decide  # autoApprove allows tool calls, never hosts: only the shield's rules do
+        self._hosts = tuple(hosts)  # runtime.hosts: let through whatever the rules say
+        self._rules = rules  # the shield's network rules; None under autoApprove, which never allows a host
 
     def decide(self, destination: Destination) -> EgressDecision:
         if destination in self._endpoints:
             return EgressDecision(destination, True, "sandbox:endpoint", "an endpoint of the agent's config")
         if any(host_matches(pattern, destination.host) for pattern in self._hosts):
             return EgressDecision(destination, True, "runtime:hosts", "a host runtime.hosts lets through")
-        if not self._rules_decide:
+        if self._rules is None:
             return EgressDecision(
                 destination, False, "sandbox:no-rules", "no shield network rule allows this host (none are set)"
             )
-        decision = self._policy.decide(_as_request(destination))
+        decision = self._rules.decide(_as_request(destination))
         return _egress(destination, decision)
 
 
