@@ -19,6 +19,7 @@ from typing import Any
 
 from aiohttp import web
 
+from a2a_wrapper.backends.kit.pending import PendingReplies
 from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.events import Permission
 
@@ -41,7 +42,8 @@ class HookGate:
 
     def __init__(self, queue: asyncio.Queue[dict[str, Any]]) -> None:
         self._queue = queue
-        self._waiting: dict[str, tuple[tuple[str, str], asyncio.Future[tuple[bool, str]]]] = {}
+        self._replies: PendingReplies[tuple[bool, str]] = PendingReplies()
+        self._calls: dict[str, tuple[str, str]] = {}  # permission id -> (session, call id) while it waits
         self._allowed: set[tuple[str, str]] = set()  # (session, call id) the hook allowed
         self._closed = False
 
@@ -50,23 +52,17 @@ class HookGate:
         if self._closed:
             return False, TURN_OVER
         permission_id = HOOK_PREFIX + uuid.uuid4().hex
-        future: asyncio.Future[tuple[bool, str]] = asyncio.get_running_loop().create_future()
-        self._waiting[permission_id] = ((str(call.get("sessionID")), str(call.get("callID"))), future)
-        self._queue.put_nowait({"type": HOOK_CALL, "properties": {**call, "id": permission_id}})
+        self._calls[permission_id] = (str(call.get("sessionID")), str(call.get("callID")))
+        held = {"type": HOOK_CALL, "properties": {**call, "id": permission_id}}
         try:
-            return await future
+            return await self._replies.wait(permission_id, lambda: self._queue.put_nowait(held))
         finally:
-            self._waiting.pop(permission_id, None)
+            self._calls.pop(permission_id, None)
 
     def settle(self, permission_id: str, allow: bool, reason: str) -> None:
-        held = self._waiting.get(permission_id)
-        if held is None or held[1].done():
-            log.info("hook call %s is not waiting for an answer", permission_id)
-            return
-        key, future = held
-        if allow:
+        key = self._calls.get(permission_id)
+        if self._replies.settle(permission_id, (allow, reason)) and allow and key is not None:
             self._allowed.add(key)
-        future.set_result((allow, reason))
 
     def decided(self, request: Permission) -> bool:
         """Whether OpenCode asks this for a call the hook already allowed: the decision covered the whole call
@@ -78,9 +74,7 @@ class HookGate:
     def close(self) -> None:
         """The turn is over: calls still held are blocked, later ones too."""
         self._closed = True
-        for _, future in self._waiting.values():
-            if not future.done():
-                future.set_result((False, TURN_OVER))
+        self._replies.settle_all(lambda _: (False, TURN_OVER))
 
 
 class HookServer:
