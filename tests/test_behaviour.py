@@ -18,6 +18,10 @@ from typing import Any
 import httpx
 import pytest
 
+from a2a_wrapper.backends.acp.backend import AcpBackend
+from a2a_wrapper.backends.base import Capabilities
+from a2a_wrapper.backends.copilot.backend import CopilotBackend
+from a2a_wrapper.backends.opencode.backend import OpenCodeBackend
 from a2a_wrapper.backends.opencode.launch import free_port
 from a2a_wrapper.config.backends import ModelProvider
 from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSettings
@@ -74,28 +78,35 @@ def acp_copilot_section(model: OfflineModel, workdir: Path, state_dir: Path) -> 
     return acp_copilot_backend(model, workdir, state_dir)
 
 
+NO_ACP_QUESTION = "ACP has no request for a question to the user; the agent cannot ask one over ACP"
+NO_ACP_REASON = "ACP's reject_once option carries no message: the agent's model never sees the shield's sentence"
+# What each behaviour needs of an adapter's declared Capabilities, and why an adapter without it cannot do it.
+NEEDS = {"question": ("questions", NO_ACP_QUESTION), "deny-reason": ("deny_reason", NO_ACP_REASON)}
+
+
 @dataclass(frozen=True)
 class BackendUnderTest:
     name: str
     section: SectionBuilder
-    cannot: dict[str, str] = field(default_factory=dict)  # behaviour -> why this backend cannot do it
+    capabilities: Capabilities  # as the adapter declares them: a wrong declaration fails its strict xfail
+    quirks: dict[str, str] = field(default_factory=dict)  # behaviour -> why this agent (not its adapter) cannot
 
+    @property
+    def cannot(self) -> dict[str, str]:
+        """behaviour -> why this backend cannot do it."""
+        lacking = {b: why for b, (capability, why) in NEEDS.items() if not getattr(self.capabilities, capability)}
+        return {**lacking, **self.quirks}
 
-NO_ACP_QUESTION = "ACP has no request for a question to the user; the agent cannot ask one over ACP"
-NO_ACP_REASON = "ACP's reject_once option carries no message: the agent's model never sees the shield's sentence"
 
 BACKENDS = [
-    BackendUnderTest("opencode", opencode_section),
-    BackendUnderTest("copilot", copilot_section),
-    BackendUnderTest(
-        "acp-opencode", acp_opencode_section, {"question": NO_ACP_QUESTION, "deny-reason": NO_ACP_REASON}
-    ),
+    BackendUnderTest("opencode", opencode_section, OpenCodeBackend.capabilities),
+    BackendUnderTest("copilot", copilot_section, CopilotBackend.capabilities),
+    BackendUnderTest("acp-opencode", acp_opencode_section, AcpBackend.capabilities),
     BackendUnderTest(
         "acp-copilot",
         acp_copilot_section,
+        AcpBackend.capabilities,
         {
-            "question": NO_ACP_QUESTION,
-            "deny-reason": NO_ACP_REASON,
             "error": "copilot --acp ends a turn whose model call failed with end_turn and the error as answer text, "
             "so the task completes with that text instead of failing",
         },
