@@ -8,12 +8,9 @@ import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
 
 import uvicorn
 from a2a.server.tasks import DatabaseTaskStore
-from sqlalchemy import event
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from starlette.types import ASGIApp
 
 from a2a_wrapper.backends import Backend, create_backend
@@ -32,6 +29,7 @@ from a2a_wrapper.sandbox import Sandbox, describe_runtime
 from a2a_wrapper.shield.decision import PermissionPolicy
 from a2a_wrapper.state.audit import AuditLog
 from a2a_wrapper.state.context_rules import ContextRules
+from a2a_wrapper.state.database import open_database
 from a2a_wrapper.state.lock import SERVING, FolderBusy, FolderLock
 from a2a_wrapper.state.recovery import INTERRUPTED, fail_interrupted_tasks
 from a2a_wrapper.state.sdk_tables import task_ids
@@ -61,7 +59,7 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
     policy = build_policy(settings)  # bad rules stop the start before anything is spawned
     settings.state_dir.mkdir(parents=True, exist_ok=True)
     async with AsyncExitStack() as stack:
-        engine = engine_for(settings)
+        engine = open_database(settings.state_dir / "state.db")
         stack.push_async_callback(engine.dispose)
         audit = AuditLog(engine)
         await audit.initialize()
@@ -73,7 +71,7 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         database_store = DatabaseTaskStore(engine)
         await database_store.initialize()
         await fail_interrupted_tasks(engine, database_store)
-        task_store = WriteBehindTaskStore(database_store, await task_ids(engine))
+        task_store = WriteBehindTaskStore(database_store, engine, await task_ids(engine))
         stack.push_async_callback(task_store.close)
         writer = asyncio.create_task(task_store.run(), name="task-writer")
         stack.push_async_callback(cancel_and_wait, writer)
@@ -219,18 +217,3 @@ def _own_state_folder(settings: AgentSettings) -> FolderLock:
         raise FolderBusy(exc.folder, f"{exc.holder}; agent {settings.card.name!r} runs once per state folder") from None
     return lock
 
-
-def engine_for(settings: AgentSettings) -> AsyncEngine:
-    """The agent's SQLite file, in WAL mode: commits survive a crash of the process without an fsync each."""
-    assert settings.state_dir is not None
-    engine = create_async_engine(f"sqlite+aiosqlite:///{settings.state_dir / 'state.db'}")
-
-    @event.listens_for(engine.sync_engine, "connect")
-    def _pragmas(connection: Any, _record: Any) -> None:
-        cursor = connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.execute("PRAGMA busy_timeout=5000")
-        cursor.close()
-
-    return engine

@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from a2a_wrapper.state.audit import AuditEntry, AuditLog, recent
 from a2a_wrapper.state.task_store import WriteBehindTaskStore, redacted
-from tests.test_guard_secrets import AWS_ID, GITHUB, OPENSSH, marker
+from tests.helpers.secrets import AWS_ID, GITHUB, OPENSSH, marker
 
 ENTRY = AuditEntry(1.0, "agent", "ctx-1", "task-1", "alice", "bash", "execute", "", "allow", "agent:ok", "shield", 2.0)
 TARGETS = [
@@ -101,7 +101,7 @@ def test_a_binary_file_and_absent_fields_are_left_as_they_are() -> None:
 async def test_the_task_store_keeps_and_answers_only_the_redacted_task(engine: AsyncEngine, tmp_path: Path) -> None:
     database = DatabaseTaskStore(engine)
     await database.initialize()
-    store = WriteBehindTaskStore(database, set())
+    store = WriteBehindTaskStore(database, engine, set())
     context = ServerCallContext()
     await store.save(task_holding_secrets(), context)
     from_memory = await store.get("task-1", context)  # not written yet

@@ -12,6 +12,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from a2a_wrapper.guard import redact_value
+from a2a_wrapper.state.database import writing
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS audit (
@@ -55,7 +56,7 @@ class AuditLog:
 
     async def initialize(self) -> None:
         """Creates the table, or renames an older version's `answered_by` column to `decided_by`."""
-        async with self._engine.begin() as db:
+        async with writing(self._engine) as db:
             columns = [row[1] for row in await db.execute(text("PRAGMA table_info(audit)"))]
             if "answered_by" in columns:
                 await db.execute(text("ALTER TABLE audit RENAME COLUMN answered_by TO decided_by"))
@@ -64,7 +65,7 @@ class AuditLog:
     async def record(self, entry: AuditEntry) -> None:
         columns = ", ".join(f":{name}" for name in COLUMNS)
         values = redact_value(astuple(entry))
-        async with self._engine.begin() as db:
+        async with writing(self._engine) as db:
             await db.execute(text(f"INSERT INTO audit VALUES ({columns})"), dict(zip(COLUMNS, values, strict=True)))
 
 

@@ -4,6 +4,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from a2a_wrapper.shield import Rule
+from a2a_wrapper.state.database import writing
 from a2a_wrapper.state.sessions import ContextKey, migrate_to_callers
 
 _SCHEMA = (
@@ -18,7 +19,7 @@ class ContextRules:
 
     async def initialize(self) -> None:
         """Creates the table, or brings an older version's up to date; after the task store's `initialize`."""
-        async with self._engine.begin() as db:
+        async with writing(self._engine) as db:
             await migrate_to_callers(db, "context_rules", _SCHEMA)
             await db.execute(text(_SCHEMA))
 
@@ -34,7 +35,7 @@ class ContextRules:
 
     async def add(self, key: ContextKey, rule: Rule) -> None:
         rules = await self.of(key)
-        async with self._engine.begin() as db:
+        async with writing(self._engine) as db:
             await db.execute(
                 text("INSERT INTO context_rules (caller, context_id, rule) VALUES (:a, :c, :r)"),
                 {"a": key.caller, "c": key.context_id, "r": rule.model_dump_json(by_alias=True, exclude_none=True)},

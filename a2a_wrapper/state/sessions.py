@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from a2a_wrapper.config.settings import SessionSettings
 from a2a_wrapper.errors import BackendError
+from a2a_wrapper.state.database import writing
 from a2a_wrapper.state.sdk_tables import first_owner_of_context
 
 log = logging.getLogger(__name__)
@@ -110,7 +111,7 @@ class SessionMap:
 
     async def initialize(self) -> None:
         """Creates the table, or brings an older version's up to date; after the task store's `initialize`."""
-        async with self._engine.begin() as db:
+        async with writing(self._engine) as db:
             await migrate_to_callers(db, "context_sessions", _SCHEMA)
             await db.execute(text(_SCHEMA))
 
@@ -145,7 +146,7 @@ class SessionMap:
 
     async def _remember(self, key: ContextKey, session_id: str) -> None:
         now = time.time()
-        async with self._engine.begin() as db:
+        async with writing(self._engine) as db:
             await db.execute(
                 text(
                     "INSERT INTO context_sessions (caller, context_id, backend, session_id, created_at, last_used)"
@@ -175,7 +176,7 @@ class SessionMap:
         used, self._last_used = self._last_used, {}
         if not used:
             return
-        async with self._engine.begin() as db:
+        async with writing(self._engine) as db:
             await db.execute(
                 text(
                     "UPDATE context_sessions SET last_used = :t"
@@ -213,7 +214,7 @@ class SessionMap:
                 await self._backend.close_session(session_id)
             except BackendError as exc:
                 log.warning("could not delete backend session %s: %s", session_id, exc)
-            async with self._engine.begin() as db:
+            async with writing(self._engine) as db:
                 await db.execute(
                     text("DELETE FROM context_sessions WHERE caller = :a AND context_id = :c"),
                     {"a": key.caller, "c": key.context_id},

@@ -15,6 +15,7 @@ every save, which would scan the whole task per chunk), so GetTask shows what th
 import asyncio
 import logging
 from dataclasses import dataclass
+from functools import partial
 
 from a2a.server.context import ServerCallContext
 from a2a.server.owner_resolver import OwnerResolver, resolve_user_scope
@@ -22,8 +23,10 @@ from a2a.server.tasks import TaskStore
 from a2a.types import ListTasksRequest, ListTasksResponse, Part, Task
 from google.protobuf.json_format import MessageToDict, ParseDict
 from google.protobuf.struct_pb2 import Struct, Value
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from a2a_wrapper.guard import redact_value
+from a2a_wrapper.state.database import written
 
 log = logging.getLogger(__name__)
 
@@ -74,9 +77,14 @@ def _redact_json(message: Struct | Value) -> None:
 
 class WriteBehindTaskStore(TaskStore):
     def __init__(
-        self, store: TaskStore, known_ids: set[str], owner_resolver: OwnerResolver = resolve_user_scope
+        self,
+        store: TaskStore,
+        engine: AsyncEngine,
+        known_ids: set[str],
+        owner_resolver: OwnerResolver = resolve_user_scope,
     ) -> None:
         self._store = store
+        self._engine = engine  # the store's: its writes queue with the agent's others (state/database.py)
         self._known = known_ids  # every task id in the database: a lookup of any other needs no query
         self._owner = owner_resolver
         self._unwritten: dict[str, _Unwritten] = {}
@@ -108,7 +116,7 @@ class WriteBehindTaskStore(TaskStore):
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
         await self.flush()
-        await self._store.delete(task_id, context)
+        await written(self._engine, partial(self._store.delete, task_id, context))
         self._known.discard(task_id)
 
     async def flush(self) -> None:
@@ -131,7 +139,7 @@ class WriteBehindTaskStore(TaskStore):
         while self._unwritten:
             task_id, pending = next(iter(self._unwritten.items()))
             try:
-                await self._store.save(redacted(pending.task), pending.context)
+                await written(self._engine, partial(self._store.save, redacted(pending.task), pending.context))
             except Exception:  # a failed write must not stop the writer
                 log.exception("could not persist task %s", task_id)
                 if retry:

@@ -1,0 +1,48 @@
+"""The agent's SQLite file: its engine (WAL), and its writes one at a time in this process.
+
+SQLite lets one writer in at a time; the others wait in its busy handler, which is no queue: with sixty turns at
+once, each writing its session, its task and its egress decisions, an unlucky writer waits past any timeout and
+fails with "database is locked". Writes here queue on one asyncio lock per engine instead, in order and without a
+timeout; SQLite's own busy timeout is left for other processes reading the file (`a2a-wrap audit`).
+"""
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+from weakref import WeakKeyDictionary
+
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+Result = TypeVar("Result")
+_writers: WeakKeyDictionary[AsyncEngine, asyncio.Lock] = WeakKeyDictionary()
+
+
+def open_database(path: Path) -> AsyncEngine:
+    """The SQLite file at `path`, in WAL mode: commits survive a crash of the process without an fsync each."""
+    engine = create_async_engine(f"sqlite+aiosqlite:///{path}")
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _pragmas(connection: Any, _record: Any) -> None:
+        cursor = connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA busy_timeout=5000")
+        cursor.close()
+
+    return engine
+
+
+@asynccontextmanager
+async def writing(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
+    """A write transaction, after the ones this process started before it."""
+    async with _writers.setdefault(engine, asyncio.Lock()), engine.begin() as db:
+        yield db
+
+
+async def written(engine: AsyncEngine, write: Callable[[], Awaitable[Result]]) -> Result:
+    """`await write()`, another library's write on this engine (a2a-sdk's task store), in the same queue."""
+    async with _writers.setdefault(engine, asyncio.Lock()):
+        return await write()
