@@ -4,7 +4,6 @@ Plus the pure parts: the ToolKind table, the choice of the agent's own permissio
 """
 
 import asyncio
-import json
 import os
 import signal
 from collections.abc import AsyncIterator, Callable
@@ -78,11 +77,6 @@ def make_acp(which: str, tmp_path: Path, offline_model: OfflineModel) -> AcpSett
 async def served(settings: AgentSettings, model: OfflineModel) -> AsyncIterator[ServedAgent]:
     async with asyncio.timeout(150), serving(settings, model) as agent:
         yield agent
-
-
-def bash(command: str, context_id: str | None = None) -> dict[str, Any]:
-    arguments = json.dumps({"command": command, "description": "run it"})
-    return {"message": user_message(f"[[tool:bash {arguments}]]", context_id)}
 
 
 # through A2A, on both agents
@@ -333,3 +327,13 @@ async def test_the_model_an_agent_reports_is_on_health(
         assert backend["model"].endswith("offline-model"), backend
     else:
         assert "model" not in backend, backend
+
+
+@pytest.mark.slow
+async def test_the_configured_model_stands_in_when_the_agent_names_none(
+    make_acp: AcpSettingsFactory, offline_model: OfflineModel, http: httpx.AsyncClient, which: str
+) -> None:
+    async with served(make_acp(auto_approve=True, backend={"model": "the-configured-one"}), offline_model) as agent:
+        backend = (await http.get(agent.url + "/health")).json()["backend"]
+    expected = "the-configured-one" if which == "copilot" else "offline/offline-model"  # the agent's word first
+    assert backend["model"] == expected, backend

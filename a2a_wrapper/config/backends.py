@@ -100,6 +100,11 @@ class CopilotSettings(BackendSettings):
 class AcpSettings(BackendSettings):
     kind: Literal["acp"] = "acp"
     command: list[str] = Field(min_length=1, description="The ACP agent's program and arguments (stdio).")
+    model: str | None = Field(
+        None,
+        description="The model the agent's own configuration (its env or arguments) picks, shown by status and "
+        "/health when the agent does not name one itself; the wrapper does not choose the agent's model.",
+    )
 
 
 Backend = Annotated[OpenCodeSettings | CopilotSettings | AcpSettings, Field(discriminator="kind")]

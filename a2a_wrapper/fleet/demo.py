@@ -75,6 +75,7 @@ def demo_agents(model: OfflineModel, state_dir: Path) -> dict[str, dict[str, Any
             "backend": {
                 "kind": "acp",
                 "command": [str(find_binary("copilot")), "--acp"],
+                "model": MODEL_ID,  # COPILOT_MODEL below picks it; copilot --acp does not name it itself
                 "env": {
                     "COPILOT_OFFLINE": "true",
                     "COPILOT_PROVIDER_BASE_URL": provider_url,

@@ -104,8 +104,8 @@ class AcpBackend:
         if agent is None:
             return unhealthy(status, "the ACP agent is not started")
         status["pid"], status["agent"] = agent.child.pid, agent.agent_name
-        if agent.model is not None:
-            status["model"] = agent.model
+        if (model := agent.model or self.settings.model) is not None:
+            status["model"] = model  # the agent's own word for it first
         if not (self._ready and agent.alive):
             return unhealthy(status, "the ACP agent is not running; it is being restarted")
         return {**status, "healthy": True}
