@@ -18,6 +18,7 @@ from a2a_wrapper.errors import BackendUnavailable
 from a2a_wrapper.process import ChildProcess
 from tests.conftest import ServedAgent, SettingsFactory, serving
 from tests.helpers.a2a_wire import V1, answer_text, rpc, send, stream, task_answer, user_message
+from tests.helpers.serve_process import start_serve, wait_healthy
 
 pytestmark = pytest.mark.slow
 
@@ -121,8 +122,6 @@ async def test_list_and_subscribe(agent: ServedAgent, http: httpx.AsyncClient) -
 async def test_a_restart_rejects_what_an_attached_opencode_still_waits_for(
     make_settings: SettingsFactory, offline_model: Any, opencode_binary: Path, tmp_path: Path, http: httpx.AsyncClient
 ) -> None:
-    from tests.test_agent_lifecycle import start_serve, wait_healthy
-
     async with external_opencode(make_settings, opencode_binary, tmp_path / "external") as external:
         auth = httpx.BasicAuth("opencode", external["password"])
         port = make_settings().server.port

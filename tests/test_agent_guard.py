@@ -10,7 +10,7 @@ import pytest
 from a2a_wrapper.state.audit import recent
 from tests.conftest import ServedAgent, SettingsFactory, serving
 from tests.helpers.a2a_wire import answer_text, data_parts, rpc, stream, user_message
-from tests.test_guard_secrets import OPENSSH
+from tests.helpers.secrets import OPENSSH
 
 pytestmark = pytest.mark.slow
 

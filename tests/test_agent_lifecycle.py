@@ -4,7 +4,6 @@ import asyncio
 import json
 import os
 import signal
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from a2a_wrapper.offline_model import OfflineModel
 from tests.conftest import SettingsFactory
 from tests.helpers.a2a_wire import rpc, status_text, stream, user_message
 from tests.helpers.model_prompts import marker, wait_until_the_model_receives
+from tests.helpers.serve_process import start_serve, wait_healthy
 
 pytestmark = pytest.mark.slow
 
@@ -34,31 +34,6 @@ def write_config(path: Path, settings: Any) -> Path:
     }
     path.write_text(yaml.safe_dump(config))
     return path
-
-
-async def start_serve(config: Path) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "a2a_wrapper",
-        "serve",
-        "--config",
-        str(config),
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-    )
-
-
-async def wait_healthy(http: httpx.AsyncClient, url: str) -> dict[str, Any]:
-    async with asyncio.timeout(60):
-        while True:
-            try:
-                response = await http.get(url + "/health")
-                if response.status_code == 200:
-                    return dict(response.json())
-            except httpx.TransportError:
-                pass
-            await asyncio.sleep(0.2)
 
 
 def alive(pid: int) -> bool:

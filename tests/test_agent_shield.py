@@ -15,7 +15,17 @@ from a2a_wrapper.config.runtimes import ProcessRuntime
 from a2a_wrapper.shield import ShieldConfig, ShieldError
 from a2a_wrapper.state.audit import recent
 from tests.conftest import SettingsFactory, serving
-from tests.helpers.a2a_wire import answer_text, data_parts, final_state, rpc, stream, task_answer, user_message
+from tests.helpers.a2a_wire import (
+    answer_text,
+    approval_of,
+    data_parts,
+    final_state,
+    rpc,
+    stream,
+    task_answer,
+    user_message,
+)
+from tests.helpers.tool_messages import answer_params, bash_params
 
 pytestmark = pytest.mark.slow
 
@@ -28,44 +38,27 @@ RULES = {
 }
 
 
-def bash(command: str, context_id: str | None = None) -> dict[str, Any]:
-    return {"message": user_message(f"[[tool:bash {json.dumps({'command': command})}]]", context_id)}
-
-
-def answer(task: dict[str, Any], text: str | None = None, data: dict[str, Any] | None = None) -> dict[str, Any]:
-    message = user_message(text or "", task["contextId"], task["id"])
-    if data is not None:
-        message["parts"] = [{"data": data}]
-    return {"message": message}
-
-
-def approval_of(events: list[dict[str, Any]]) -> dict[str, Any]:
-    status = events[-1]["statusUpdate"]["status"]
-    assert status["state"] == "TASK_STATE_INPUT_REQUIRED"
-    return dict(next(p["data"]["approval"] for p in status["message"]["parts"] if "data" in p))
-
-
 async def test_rules_allow_deny_and_fail_closed_on_ask(
     make_settings: SettingsFactory, offline_model: Any, http: httpx.AsyncClient, tmp_path: Path
 ) -> None:
     settings = make_settings(shield=ShieldConfig.model_validate(RULES))
     async with serving(settings, offline_model) as served:
-        allowed = await stream(http, served.jsonrpc, bash("echo shielded >> kept.txt"))
+        allowed = await stream(http, served.jsonrpc, bash_params("echo shielded >> kept.txt"))
         assert final_state(allowed) == "TASK_STATE_COMPLETED"
         assert (served.workdir / "kept.txt").read_text().strip() == "shielded"
         [decision] = data_parts(allowed, "permission")
         assert decision["decision"] == "allow" and decision["rule"] == "agent:write-inside"
 
-        denied = await stream(http, served.jsonrpc, bash("rm -f kept.txt"))
+        denied = await stream(http, served.jsonrpc, bash_params("rm -f kept.txt"))
         assert (served.workdir / "kept.txt").exists(), "a denied rm must not run"
         [decision] = data_parts(denied, "permission")
         assert decision["decision"] == "deny" and decision["rule"] == "agent:no-rm"
         assert "Deleting is not allowed here." in answer_text(denied), "the model sees the sentence"
 
-        unmatched = await stream(http, served.jsonrpc, bash("ls -la"))
+        unmatched = await stream(http, served.jsonrpc, bash_params("ls -la"))
         assert final_state(unmatched) == "TASK_STATE_INPUT_REQUIRED"
         task = unmatched[0]["task"]
-        answered = await stream(http, served.jsonrpc, answer(task, "no"))
+        answered = await stream(http, served.jsonrpc, answer_params(task, "no"))
         assert final_state(answered) == "TASK_STATE_COMPLETED"
         [decision] = data_parts(answered, "permission")
         assert decision["decision"] == "deny" and decision["rule"] == "person:person"
@@ -103,7 +96,7 @@ async def test_a_person_approves_once_and_always_over_a2a(
     make_settings: SettingsFactory, offline_model: Any, http: httpx.AsyncClient
 ) -> None:
     async with serving(make_settings(shield=ShieldConfig()), offline_model) as served:
-        asked = await stream(http, served.jsonrpc, bash("touch once.txt"))
+        asked = await stream(http, served.jsonrpc, bash_params("touch once.txt"))
         approval = approval_of(asked)
         assert approval["tool"]["command"] == "touch once.txt" and approval["rule"] == "default:execute"
         assert approval["class"] == "execute" and approval["expiresAt"]
@@ -111,19 +104,19 @@ async def test_a_person_approves_once_and_always_over_a2a(
         assert not (served.workdir / "once.txt").exists(), "nothing runs before the answer"
         task = asked[0]["task"]
         done = await stream(
-            http, served.jsonrpc, answer(task, data={"approval": approval["id"], "option": "allow_once"})
+            http, served.jsonrpc, answer_params(task, data={"approval": approval["id"], "option": "allow_once"})
         )
         assert final_state(done) == "TASK_STATE_COMPLETED"
         assert (served.workdir / "once.txt").exists()
 
         context = task["contextId"]
-        first = await stream(http, served.jsonrpc, bash("touch always.txt", context))
-        await stream(http, served.jsonrpc, answer(first[0]["task"], "ALWAYS"))
-        again = await stream(http, served.jsonrpc, bash("touch always.txt", context))
+        first = await stream(http, served.jsonrpc, bash_params("touch always.txt", context))
+        await stream(http, served.jsonrpc, answer_params(first[0]["task"], "ALWAYS"))
+        again = await stream(http, served.jsonrpc, bash_params("touch always.txt", context))
         assert final_state(again) == "TASK_STATE_COMPLETED", "an always rule of this context needs no second ask"
         [decision] = data_parts(again, "permission")
         assert decision["decision"] == "allow" and decision["rule"].startswith("context:")
-        elsewhere = await stream(http, served.jsonrpc, bash("touch always.txt"))
+        elsewhere = await stream(http, served.jsonrpc, bash_params("touch always.txt"))
         assert final_state(elsewhere) == "TASK_STATE_INPUT_REQUIRED", "the rule belongs to its context only"
 
 
@@ -133,13 +126,13 @@ async def test_always_for_a_command_that_names_a_credential_allows_once_and_keep
     token = "ghp_" + "k3Y9" * 9  # a GitHub token's shape
     command = f"echo {token} > token.txt"
     async with serving(make_settings(shield=ShieldConfig()), offline_model) as served:
-        first = await stream(http, served.jsonrpc, bash(command))
+        first = await stream(http, served.jsonrpc, bash_params(command))
         context = first[0]["task"]["contextId"]
-        done = await stream(http, served.jsonrpc, answer(first[0]["task"], "always"))
+        done = await stream(http, served.jsonrpc, answer_params(first[0]["task"], "always"))
         assert final_state(done) == "TASK_STATE_COMPLETED" and (served.workdir / "token.txt").exists()
         [decision] = data_parts(done, "permission")
         assert "allowed once" in decision["reason"] and "credential" in decision["reason"]
-        again = await stream(http, served.jsonrpc, bash(command, context))
+        again = await stream(http, served.jsonrpc, bash_params(command, context))
         assert final_state(again) == "TASK_STATE_INPUT_REQUIRED", "no rule was kept: it asks again"
         database = served.agent.settings.state_dir / "state.db"  # type: ignore[operator]
     stored = b"".join(path.read_bytes() for path in database.parent.glob("state.db*"))
@@ -150,13 +143,13 @@ async def test_anything_but_an_answer_asks_again_and_never_reaches_the_model(
     make_settings: SettingsFactory, offline_model: Any, http: httpx.AsyncClient
 ) -> None:
     async with serving(make_settings(shield=ShieldConfig()), offline_model) as served:
-        asked = await stream(http, served.jsonrpc, bash("touch maybe.txt"))
+        asked = await stream(http, served.jsonrpc, bash_params("touch maybe.txt"))
         approval, task = approval_of(asked), asked[0]["task"]
         await http.delete(offline_model.url + "/control/requests")
         for attempt in (
-            answer(task, "maybe later"),
-            answer(task, data={"approval": "apr_forged", "option": "allow_once"}),
-            answer(task, data={"approval": approval["id"], "option": "sudo"}),
+            answer_params(task, "maybe later"),
+            answer_params(task, data={"approval": "apr_forged", "option": "allow_once"}),
+            answer_params(task, data={"approval": approval["id"], "option": "sudo"}),
         ):
             again = await stream(http, served.jsonrpc, attempt)
             assert approval_of(again)["id"] == approval["id"]
@@ -175,7 +168,7 @@ async def test_no_answer_by_the_deadline_denies_and_the_task_ends(
     make_settings: SettingsFactory, offline_model: Any, http: httpx.AsyncClient
 ) -> None:
     async with serving(make_settings(shield=ShieldConfig(ask_timeout=2)), offline_model) as served:
-        asked = await stream(http, served.jsonrpc, bash("touch late.txt"))
+        asked = await stream(http, served.jsonrpc, bash_params("touch late.txt"))
         task = asked[0]["task"]
         async with asyncio.timeout(30):
             while True:
@@ -193,7 +186,7 @@ async def test_cancel_while_waiting_rejects_and_aborts(
     make_settings: SettingsFactory, offline_model: Any, http: httpx.AsyncClient
 ) -> None:
     async with serving(make_settings(shield=ShieldConfig()), offline_model) as served:
-        asked = await stream(http, served.jsonrpc, bash("touch never.txt"))
+        asked = await stream(http, served.jsonrpc, bash_params("touch never.txt"))
         task = asked[0]["task"]
         canceled = await rpc(http, served.jsonrpc, "CancelTask", {"id": task["id"]})
         assert canceled["result"]["status"]["state"] == "TASK_STATE_CANCELED"
@@ -209,15 +202,15 @@ async def test_always_and_waiting_tasks_across_a_restart(
 ) -> None:
     settings = make_settings(shield=ShieldConfig())
     async with serving(settings, offline_model) as served:
-        first = await stream(http, served.jsonrpc, bash("touch kept-rule.txt"))
+        first = await stream(http, served.jsonrpc, bash_params("touch kept-rule.txt"))
         context = first[0]["task"]["contextId"]
-        await stream(http, served.jsonrpc, answer(first[0]["task"], "always"))
-        waiting = await stream(http, served.jsonrpc, bash("touch left-waiting.txt"))
+        await stream(http, served.jsonrpc, answer_params(first[0]["task"], "always"))
+        waiting = await stream(http, served.jsonrpc, bash_params("touch left-waiting.txt"))
         assert final_state(waiting) == "TASK_STATE_INPUT_REQUIRED"
     async with serving(settings, offline_model) as served:
         task = (await rpc(http, served.jsonrpc, "GetTask", {"id": waiting[0]["task"]["id"]}))["result"]
         assert task["status"]["state"] == "TASK_STATE_FAILED", "a request nobody can answer any more fails closed"
-        again = await stream(http, served.jsonrpc, bash("touch kept-rule.txt", context))
+        again = await stream(http, served.jsonrpc, bash_params("touch kept-rule.txt", context))
         assert final_state(again) == "TASK_STATE_COMPLETED", "the context's always rule outlives the restart"
         assert not (served.workdir / "left-waiting.txt").exists()
 
@@ -265,11 +258,13 @@ async def test_a_stale_or_duplicate_answer_is_refused(
     make_settings: SettingsFactory, offline_model: Any, http: httpx.AsyncClient
 ) -> None:
     async with serving(make_settings(shield=ShieldConfig()), offline_model) as served:
-        asked = await stream(http, served.jsonrpc, bash("touch dup.txt"))
+        asked = await stream(http, served.jsonrpc, bash_params("touch dup.txt"))
         approval, task = approval_of(asked), asked[0]["task"]
         reply = {"approval": approval["id"], "option": "allow_once"}
-        assert final_state(await stream(http, served.jsonrpc, answer(task, data=reply))) == "TASK_STATE_COMPLETED"
+        assert (
+            final_state(await stream(http, served.jsonrpc, answer_params(task, data=reply))) == "TASK_STATE_COMPLETED"
+        )
         await http.delete(offline_model.url + "/control/requests")
-        replay = await rpc(http, served.jsonrpc, "SendMessage", answer(task, data=reply))
+        replay = await rpc(http, served.jsonrpc, "SendMessage", answer_params(task, data=reply))
         assert replay["error"]["code"] == -32004, replay  # the task has ended: nothing is pending any more
         assert (await http.get(offline_model.url + "/control/requests")).json() == []

@@ -24,25 +24,8 @@ from a2a_wrapper.frontend.card import build_card
 from a2a_wrapper.offline_model import OfflineModel
 from tests.conftest import ServedAgent, SettingsFactory, serving
 from tests.helpers.a2a_wire import V1, task_answer, user_message
-from tests.test_cli import a2a_wrap, check_output
-
-ORCHESTRATOR_KEY = "orchestrator-key-5f2c1e"
-CI_KEY = "ci-key-9a7b3d"
-KEYS = {"ORCHESTRATOR_KEY": ORCHESTRATOR_KEY, "CI_AGENT_KEY": CI_KEY}
-AUTH = {
-    "callers": [
-        {"name": "orchestrator", "key_env": "ORCHESTRATOR_KEY"},
-        {"name": "ci", "key_env": "CI_AGENT_KEY"},
-    ]
-}
-
-
-def bearer(key: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {key}"}
-
-
-def api_key(key: str) -> dict[str, str]:
-    return {"X-API-Key": key}
+from tests.helpers.auth import AUTH, CI_KEY, KEYS, ORCHESTRATOR_KEY, api_key, bearer
+from tests.helpers.cli import a2a_wrap, check_output
 
 
 @pytest.fixture

@@ -9,25 +9,14 @@ import json
 import os
 import signal
 import uuid
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
-from a2a_wrapper.backends.acp.backend import AcpBackend
-from a2a_wrapper.backends.base import Capabilities
-from a2a_wrapper.backends.copilot.backend import CopilotBackend
-from a2a_wrapper.backends.opencode.backend import OpenCodeBackend
-from a2a_wrapper.backends.opencode.launch import free_port
-from a2a_wrapper.config.backends import ModelProvider
-from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSettings
-from a2a_wrapper.offline_model import MODEL_ID, SMALL_MODEL_ID, OfflineModel
+from a2a_wrapper.offline_model import OfflineModel
 from a2a_wrapper.shield.rules import ShieldConfig
-from tests.conftest import ServedAgent, serving
+from tests.conftest import serving
 from tests.helpers.a2a_wire import (
     V1,
     answer_text,
@@ -40,78 +29,11 @@ from tests.helpers.a2a_wire import (
     task_answer,
     user_message,
 )
+from tests.helpers.behaviour import BACKENDS, BackendUnderTest, Harness
 from tests.helpers.model_prompts import marker, wait_until_the_model_receives
+from tests.helpers.tool_messages import answer_params, bash_params
 
 pytestmark = pytest.mark.slow
-
-SectionBuilder = Callable[[OfflineModel, Path, Path], dict[str, Any]]
-
-
-def opencode_section(model: OfflineModel, workdir: Path, state_dir: Path) -> dict[str, Any]:
-    from a2a_wrapper.backends.install import find_binary
-
-    provider = ModelProvider(id="offline", base_url=model.base_url, models=[MODEL_ID, SMALL_MODEL_ID])
-    return {
-        "kind": "opencode",
-        "binary": find_binary("opencode"),
-        "workdir": workdir,
-        "model": f"offline/{MODEL_ID}",
-        "provider": provider,
-    }
-
-
-def copilot_section(model: OfflineModel, workdir: Path, state_dir: Path) -> dict[str, Any]:
-    from tests.helpers.copilot_fixtures import copilot_backend
-
-    return copilot_backend(model, workdir)
-
-
-def acp_opencode_section(model: OfflineModel, workdir: Path, state_dir: Path) -> dict[str, Any]:
-    from tests.helpers.acp_fixtures import acp_opencode_backend
-
-    return acp_opencode_backend(model, workdir, state_dir)
-
-
-def acp_copilot_section(model: OfflineModel, workdir: Path, state_dir: Path) -> dict[str, Any]:
-    from tests.helpers.acp_fixtures import acp_copilot_backend
-
-    return acp_copilot_backend(model, workdir, state_dir)
-
-
-NO_ACP_QUESTION = "ACP has no request for a question to the user; the agent cannot ask one over ACP"
-NO_ACP_REASON = "ACP's reject_once option carries no message: the agent's model never sees the shield's sentence"
-# What each behaviour needs of an adapter's declared Capabilities, and why an adapter without it cannot do it.
-NEEDS = {"question": ("questions", NO_ACP_QUESTION), "deny-reason": ("deny_reason", NO_ACP_REASON)}
-
-
-@dataclass(frozen=True)
-class BackendUnderTest:
-    name: str
-    section: SectionBuilder
-    capabilities: Capabilities  # as the adapter declares them: a wrong declaration fails its strict xfail
-    quirks: dict[str, str] = field(default_factory=dict)  # behaviour -> why this agent (not its adapter) cannot
-
-    @property
-    def cannot(self) -> dict[str, str]:
-        """behaviour -> why this backend cannot do it."""
-        lacking = {b: why for b, (capability, why) in NEEDS.items() if not getattr(self.capabilities, capability)}
-        return {**lacking, **self.quirks}
-
-
-BACKENDS = [
-    BackendUnderTest("opencode", opencode_section, OpenCodeBackend.capabilities),
-    BackendUnderTest("copilot", copilot_section, CopilotBackend.capabilities),
-    BackendUnderTest("acp-opencode", acp_opencode_section, AcpBackend.capabilities),
-    BackendUnderTest(
-        "acp-copilot",
-        acp_copilot_section,
-        AcpBackend.capabilities,
-        {
-            "error": "copilot --acp ends a turn whose model call failed with end_turn and the error as answer text, "
-            "so the task completes with that text instead of failing",
-        },
-    ),
-]
 
 
 @pytest.fixture(params=BACKENDS, ids=lambda backend: backend.name)
@@ -119,48 +41,11 @@ def backend(request: pytest.FixtureRequest) -> BackendUnderTest:
     return request.param  # type: ignore[no-any-return]
 
 
-@dataclass
-class Harness:
-    backend: BackendUnderTest
-    model: OfflineModel
-    tmp_path: Path
-    node: pytest.Item
-
-    def expect(self, behaviour: str) -> None:
-        """This backend cannot do the behaviour: the test still runs, and must fail (strict xfail, reason shown)."""
-        if behaviour in self.backend.cannot:
-            self.node.add_marker(pytest.mark.xfail(reason=self.backend.cannot[behaviour], strict=True))
-
-    def settings(self, **fields: Any) -> AgentSettings:
-        state = self.tmp_path / "state"
-        return AgentSettings(
-            card=CardSettings(name=f"behaviour-{self.backend.name}"),
-            server=ServerSettings(port=free_port()),
-            backend=self.backend.section(self.model, state / "workspace", state),
-            state_dir=state,
-            **fields,
-        )
-
-    @asynccontextmanager
-    async def serving(self, **fields: Any) -> AsyncIterator[ServedAgent]:
-        async with serving(self.settings(**fields), self.model) as served:
-            yield served
-
-
 @pytest.fixture
 def harness(
     backend: BackendUnderTest, offline_model: OfflineModel, tmp_path: Path, request: pytest.FixtureRequest
 ) -> Harness:
     return Harness(backend, offline_model, tmp_path, request.node)  # type: ignore[arg-type]
-
-
-def bash(command: str, context_id: str | None = None) -> dict[str, Any]:
-    arguments = json.dumps({"command": command, "description": "run a command"})
-    return {"message": user_message(f"[[tool:bash {arguments}]]", context_id)}
-
-
-def answer(task: dict[str, Any], text: str) -> dict[str, Any]:
-    return {"message": user_message(text, task["contextId"], task["id"])}
 
 
 async def test_streamed_answer_assembles_exactly(harness: Harness, http: httpx.AsyncClient) -> None:
@@ -190,7 +75,9 @@ async def test_one_context_remembers_and_another_does_not(harness: Harness, http
 async def test_an_allowed_tool_call_runs(harness: Harness, http: httpx.AsyncClient) -> None:
     harness.expect("allow")
     async with harness.serving(auto_approve=True) as served:
-        events = await stream(http, served.jsonrpc, bash("echo allowed > allowed.txt"))
+        events = await stream(
+            http, served.jsonrpc, bash_params("echo allowed > allowed.txt", description="run a command")
+        )
         assert final_state(events) == "TASK_STATE_COMPLETED"
         assert (served.workdir / "allowed.txt").read_text().strip() == "allowed"
         [permission] = data_parts(events, "permission")
@@ -201,7 +88,9 @@ async def test_an_allowed_tool_call_runs(harness: Harness, http: httpx.AsyncClie
 async def test_a_denied_tool_call_does_not_run(harness: Harness, http: httpx.AsyncClient) -> None:
     harness.expect("deny")
     async with harness.serving(auto_approve=False) as served:
-        events = await stream(http, served.jsonrpc, bash("echo denied > denied.txt"))
+        events = await stream(
+            http, served.jsonrpc, bash_params("echo denied > denied.txt", description="run a command")
+        )
         assert final_state(events) == "TASK_STATE_COMPLETED"
         assert not (served.workdir / "denied.txt").exists()
         [permission] = data_parts(events, "permission")
@@ -211,17 +100,21 @@ async def test_a_denied_tool_call_does_not_run(harness: Harness, http: httpx.Asy
 async def test_the_model_sees_why_a_call_was_denied(harness: Harness, http: httpx.AsyncClient) -> None:
     harness.expect("deny-reason")
     async with harness.serving(auto_approve=False) as served:
-        events = await stream(http, served.jsonrpc, bash("echo denied > denied.txt"))
+        events = await stream(
+            http, served.jsonrpc, bash_params("echo denied > denied.txt", description="run a command")
+        )
         assert "autoApprove is off" in answer_text(events), "the model's next reply quotes the tool result"
 
 
 async def test_a_call_asked_of_a_person_runs_after_yes(harness: Harness, http: httpx.AsyncClient) -> None:
     harness.expect("ask")
     async with harness.serving(shield=ShieldConfig()) as served:  # commands: ask by default
-        asked = await stream(http, served.jsonrpc, bash("echo approved > approved.txt"))
+        asked = await stream(
+            http, served.jsonrpc, bash_params("echo approved > approved.txt", description="run a command")
+        )
         assert final_state(asked) == "TASK_STATE_INPUT_REQUIRED"
         assert not (served.workdir / "approved.txt").exists(), "nothing runs before the answer"
-        done = await stream(http, served.jsonrpc, answer(asked[0]["task"], "yes"))
+        done = await stream(http, served.jsonrpc, answer_params(asked[0]["task"], "yes"))
         assert final_state(done) == "TASK_STATE_COMPLETED"
         assert (served.workdir / "approved.txt").read_text().strip() == "approved"
         [permission] = data_parts(done, "permission")
@@ -238,7 +131,7 @@ async def test_a_question_is_answered_by_the_next_message(harness: Harness, http
         status = events[-1]["statusUpdate"]["status"]
         [question] = [p["data"]["question"] for p in status["message"]["parts"] if "data" in p]
         assert question["text"] == "Which color?"
-        resumed = await stream(http, served.jsonrpc, answer(events[0]["task"], "Blue"))
+        resumed = await stream(http, served.jsonrpc, answer_params(events[0]["task"], "Blue"))
         assert final_state(resumed) == "TASK_STATE_COMPLETED"
         assert "Blue" in answer_text(resumed), "the model saw the person's answer"
 

@@ -20,9 +20,9 @@ from a2a_wrapper.shield import ShieldConfig
 from a2a_wrapper.state.audit import recent
 from a2a_wrapper.state.sessions import ContextKey
 from tests.conftest import SettingsFactory, serving
-from tests.helpers.a2a_wire import answer_text, final_state, rpc, stream, user_message
-from tests.test_agent_shield import answer, approval_of, bash
-from tests.test_auth import bearer
+from tests.helpers.a2a_wire import answer_text, approval_of, final_state, rpc, stream, user_message
+from tests.helpers.auth import bearer
+from tests.helpers.tool_messages import answer_params, bash_params
 
 KEYS = {"ALICE_KEY": "alice-key-3e81b0", "BOB_KEY": "bob-key-c47d19"}
 PEOPLE = {"callers": [{"name": "alice", "key_env": "ALICE_KEY"}, {"name": "bob", "key_env": "BOB_KEY"}]}
@@ -70,9 +70,9 @@ async def count(client: httpx.AsyncClient, url: str, context_id: str | None = No
 
 async def always(client: httpx.AsyncClient, url: str, command: str, context_id: str) -> None:
     """Runs `command` in the context, answering its approval with "always"."""
-    asked = await stream(client, url, bash(command, context_id))
+    asked = await stream(client, url, bash_params(command, context_id))
     assert final_state(asked) == ASKED, asked
-    assert final_state(await stream(client, url, answer(asked[0]["task"], "always"))) == COMPLETED
+    assert final_state(await stream(client, url, answer_params(asked[0]["task"], "always"))) == COMPLETED
 
 
 def audited(settings: AgentSettings, caller: str) -> list[tuple[str, str]]:
@@ -93,19 +93,19 @@ async def test_another_callers_context_id_opens_a_fresh_session_without_her_alwa
         shared.unlink()
 
         assert (await count(bob, served.jsonrpc, context))[0] == 1, "bob starts his own conversation, not hers"
-        probe = await stream(bob, served.jsonrpc, bash(TOUCH, context))
+        probe = await stream(bob, served.jsonrpc, bash_params(TOUCH, context))
         assert final_state(probe) == ASKED, "her always is not his"
         assert not shared.exists()
-        assert final_state(await stream(bob, served.jsonrpc, answer(probe[0]["task"], "no"))) == COMPLETED
+        assert final_state(await stream(bob, served.jsonrpc, answer_params(probe[0]["task"], "no"))) == COMPLETED
         assert not shared.exists()
         assert (await count(alice, served.jsonrpc, context))[0] == 4, "hers goes on where she left it"
 
     async with serving(settings, offline_model) as served:  # both conversations and her rule outlive a restart
         assert (await count(bob, served.jsonrpc, context))[0] == 3
         assert (await count(alice, served.jsonrpc, context))[0] == 5
-        assert final_state(await stream(bob, served.jsonrpc, bash(TOUCH, context))) == ASKED
+        assert final_state(await stream(bob, served.jsonrpc, bash_params(TOUCH, context))) == ASKED
         assert not shared.exists()
-        assert final_state(await stream(alice, served.jsonrpc, bash(TOUCH, context))) == COMPLETED
+        assert final_state(await stream(alice, served.jsonrpc, bash_params(TOUCH, context))) == COMPLETED
         assert shared.exists()
 
     assert audited(settings, "alice") == [("allow", "person:alice"), ("allow", "context:always-1")]
@@ -118,11 +118,11 @@ async def test_bob_can_neither_answer_her_waiting_approval_nor_wait_behind_it(
 ) -> None:
     async with serving(settings, offline_model) as served:
         _, context = await count(alice, served.jsonrpc)
-        asked = await stream(alice, served.jsonrpc, bash(TOUCH, context))
+        asked = await stream(alice, served.jsonrpc, bash_params(TOUCH, context))
         task, approval = asked[0]["task"], approval_of(asked)
         for method, params in [
-            ("SendMessage", answer(task, "yes")),
-            ("SendMessage", answer(task, data={"approval": approval["id"], "option": "allow_context"})),
+            ("SendMessage", answer_params(task, "yes")),
+            ("SendMessage", answer_params(task, data={"approval": approval["id"], "option": "allow_context"})),
             ("GetTask", {"id": task["id"]}),
             ("CancelTask", {"id": task["id"]}),
         ]:
@@ -134,7 +134,7 @@ async def test_bob_can_neither_answer_her_waiting_approval_nor_wait_behind_it(
         assert not (served.workdir / "shared.txt").exists()
         assert (await rpc(alice, served.jsonrpc, "GetTask", {"id": task["id"]}))["result"]["status"]["state"] == ASKED
 
-        assert final_state(await stream(alice, served.jsonrpc, answer(task, "yes"))) == COMPLETED
+        assert final_state(await stream(alice, served.jsonrpc, answer_params(task, "yes"))) == COMPLETED
         assert (served.workdir / "shared.txt").exists()
     assert audited(settings, "alice") == [("allow", "person:alice")]
     assert audited(settings, "bob") == []
@@ -182,9 +182,11 @@ async def test_a_state_file_of_an_older_version_keeps_each_context_with_its_call
         assert (await count(alice, served.jsonrpc, hers))[0] == 3, "her session is kept"
         assert (await count(bob, served.jsonrpc, his))[0] == 2, "his session is kept"
         assert (await count(bob, served.jsonrpc, hers))[0] == 1, "her context is not his"
-        assert final_state(await stream(bob, served.jsonrpc, bash(TOUCH, hers))) == ASKED
+        assert final_state(await stream(bob, served.jsonrpc, bash_params(TOUCH, hers))) == ASKED
         assert not (served.workdir / "shared.txt").exists()
-        assert final_state(await stream(alice, served.jsonrpc, bash(TOUCH, hers))) == COMPLETED, "her rule is kept"
+        assert final_state(await stream(alice, served.jsonrpc, bash_params(TOUCH, hers))) == COMPLETED, (
+            "her rule is kept"
+        )
         assert (served.workdir / "shared.txt").exists()
 
 

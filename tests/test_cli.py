@@ -11,31 +11,13 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.helpers.cli import ROOT, a2a_wrap, check_output
+
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
 CODE_REVIEW = ROOT / "agents" / "code-review" / "config.yaml"
 NODE_CONFIG = Path(__file__).parent / "fixtures" / "node-a2a-opencode.json"
 MASK = "**********"
-
-
-def a2a_wrap(*args: str, env: dict[str, str] | None = None, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("A2A_WRAP_") or k == "A2A_WRAP_BACKENDS_DIR"}
-    return subprocess.run(
-        [sys.executable, "-m", "a2a_wrapper", *args],
-        env={**clean, **(env or {})},
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
-def check_output(stdout: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The two JSON documents `check` prints: the effective config and the agent card."""
-    config_text, rest = stdout.split("# agent card\n")
-    card_text, _rules = rest.split("# permission rules\n")
-    return json.loads(config_text.removeprefix("# effective config\n")), json.loads(card_text)
 
 
 @pytest.fixture

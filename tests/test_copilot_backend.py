@@ -60,15 +60,6 @@ def copilot_settings(tmp_path: Path, offline_model: OfflineModel) -> CopilotFact
     return make
 
 
-def bash(command: str, context_id: str | None = None) -> dict[str, Any]:
-    arguments = json.dumps({"command": command, "description": "run a command"})
-    return {"message": user_message(f"[[tool:bash {arguments}]]", context_id)}
-
-
-def answer(task: dict[str, Any], text: str) -> dict[str, Any]:
-    return {"message": user_message(text, task["contextId"], task["id"])}
-
-
 # --- turns over the real CLI ----------------------------------------------------------------------------------------
 
 

@@ -19,7 +19,7 @@ from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.state.audit import recent
 from tests.conftest import SettingsFactory, serving
 from tests.helpers.a2a_wire import final_state, stream
-from tests.test_behaviour import bash
+from tests.helpers.tool_messages import bash_params
 
 pytestmark = pytest.mark.slow
 
@@ -68,7 +68,7 @@ async def test_the_audit_explain_and_the_disk_agree(
     (workdir / "README.md").write_text("readme")
     async with serving(settings, offline_model) as served:
         for command in COMMANDS:
-            events = await stream(http, served.jsonrpc, bash(command))
+            events = await stream(http, served.jsonrpc, bash_params(command, description="run a command"))
             assert final_state(events) == "TASK_STATE_COMPLETED"
     rows = [entry for entry in reversed(recent(settings.state_dir / "state.db", 100)) if entry.tool != "egress"]  # type: ignore[operator]
     assert [row.target for row in rows] == COMMANDS, "one decision per call, in order"

@@ -11,7 +11,7 @@ from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.fleet import RestartPolicy, load_fleet
 from a2a_wrapper.fleet.registry import describe_agent, has_skill
 from a2a_wrapper.fleet.status import format_status
-from tests.test_cli import a2a_wrap
+from tests.helpers.cli import a2a_wrap
 
 
 def config(folder: Path, name: str, port: int, **extra: Any) -> Path:

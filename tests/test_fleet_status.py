@@ -19,7 +19,8 @@ from a2a_wrapper.fleet.logs import recent_lines
 from a2a_wrapper.fleet.status import Waiting, format_status, model_of
 from tests.conftest import SettingsFactory
 from tests.helpers.fleet_process import FleetProcess, agent_config, running, wait_until
-from tests.test_send import bash, read_until, started
+from tests.helpers.send_process import read_until, started
+from tests.helpers.tool_messages import bash_directive
 
 ASKING_SHIELD = {"defaults": {"read": "allow"}}  # shell commands are put to a person
 
@@ -74,7 +75,7 @@ async def test_status_watch_and_logs_follow_a_real_fleet(
     fleet = await FleetProcess.start("fleet", str(tmp_path / "agents"))
     try:
         listed = await wait_until(http, fleet, running("watched"))
-        async with started(listed["watched"]["url"], bash("touch waited.txt")) as sender:
+        async with started(listed["watched"]["url"], bash_directive("touch waited.txt")) as sender:
             assert sender.stdin is not None and sender.stderr is not None
             await read_until(sender.stderr, "[ask]")
 

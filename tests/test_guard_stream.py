@@ -9,7 +9,7 @@ import pytest
 
 from a2a_wrapper.guard import StreamRedactor, redact
 from a2a_wrapper.guard.stream import MAX_HOLD
-from tests.test_guard_secrets import (
+from tests.helpers.secrets import (
     ADVERSARIAL,
     AWS_ID,
     GITHUB,

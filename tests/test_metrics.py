@@ -10,7 +10,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from a2a_wrapper.shield import ShieldConfig
 from tests.conftest import SettingsFactory, serving
 from tests.helpers.a2a_wire import V1, answer_text, data_parts, final_state, rpc, stream, user_message
-from tests.test_auth import AUTH, KEYS
+from tests.helpers.auth import AUTH, KEYS
+from tests.helpers.tool_messages import bash_params
 
 pytestmark = pytest.mark.slow
 
@@ -38,10 +39,6 @@ def value(samples: Samples, name: str, **labels: str) -> float:
     return samples.get((name, frozenset(labels.items())), 0.0)
 
 
-def bash(command: str, context_id: str | None = None) -> dict[str, Any]:
-    return {"message": user_message(f"[[tool:bash {json.dumps({'command': command})}]]", context_id)}
-
-
 async def test_turns_and_rule_decisions_are_counted(
     make_settings: SettingsFactory, offline_model: Any, http: httpx.AsyncClient
 ) -> None:
@@ -53,8 +50,8 @@ async def test_turns_and_rule_decisions_are_counted(
         turns = [
             await stream(http, served.jsonrpc, {"message": user_message("hello metrics")}),
             await stream(http, served.jsonrpc, {"message": user_message("[[error:400]]")}),
-            await stream(http, served.jsonrpc, bash("rm -f nothing.txt")),
-            await stream(http, served.jsonrpc, bash("echo counted")),
+            await stream(http, served.jsonrpc, bash_params("rm -f nothing.txt")),
+            await stream(http, served.jsonrpc, bash_params("echo counted")),
         ]
         assert [final_state(t) for t in turns] == [
             "TASK_STATE_COMPLETED",
@@ -90,7 +87,7 @@ async def test_a_wait_for_a_person_is_a_gauge_and_the_answer_a_person_decision(
     make_settings: SettingsFactory, offline_model: Any, http: httpx.AsyncClient
 ) -> None:
     async with serving(make_settings(shield=ShieldConfig()), offline_model) as served:
-        asked = await stream(http, served.jsonrpc, bash("touch approved.txt"))
+        asked = await stream(http, served.jsonrpc, bash_params("touch approved.txt"))
         assert final_state(asked) == "TASK_STATE_INPUT_REQUIRED"
         waiting = await scrape(http, served.url)
         task = asked[0]["task"]
@@ -138,7 +135,7 @@ async def test_canceled_and_rejected_turns(
     make_settings: SettingsFactory, offline_model: Any, http: httpx.AsyncClient
 ) -> None:
     async with serving(make_settings(shield=ShieldConfig()), offline_model) as served:
-        asked = await stream(http, served.jsonrpc, bash("touch never.txt"))
+        asked = await stream(http, served.jsonrpc, bash_params("touch never.txt"))
         task = asked[0]["task"]
         canceled = await cancel(http, served.jsonrpc, task["id"])
         assert canceled["status"]["state"] == "TASK_STATE_CANCELED"

@@ -16,7 +16,8 @@ import pytest
 from a2a_wrapper.shield.rules import ShieldConfig
 from a2a_wrapper.state.audit import recent
 from tests.helpers.a2a_wire import answer_text, final_state, stream
-from tests.test_behaviour import BACKENDS, BackendUnderTest, Harness, answer, bash
+from tests.helpers.behaviour import BACKENDS, BackendUnderTest, Harness
+from tests.helpers.tool_messages import answer_params, bash_params
 
 pytestmark = pytest.mark.slow
 
@@ -73,7 +74,7 @@ async def test_writes_outside_the_workspace_do_not_reach_the_disk(harness: Harne
     command = f"echo x > {in_repo}; echo x > {in_home}; echo x > {state_file}; echo inside > inside.txt"
     try:
         async with harness.serving(auto_approve=True) as served:
-            events = await stream(http, served.jsonrpc, bash(command))
+            events = await stream(http, served.jsonrpc, bash_params(command, description="run a command"))
             assert final_state(events) == "TASK_STATE_COMPLETED"
             assert (served.workdir / "inside.txt").read_text().strip() == "inside", "the workspace is writable"
         assert not in_repo.exists() and not in_home.exists() and not state_file.exists()
@@ -88,7 +89,7 @@ async def test_the_home_and_the_wrappers_state_cannot_be_read(harness: Harness, 
             state_db = served.agent.settings.state_dir / "state.db"  # type: ignore[operator]
             reads = f"cat {key}; cat ~root/.ssh/{key.name}; head -c 16 {state_db}; cat /etc/shadow"
             command = f"{{ {reads}; }} 2>/dev/null; echo done"  # the model quotes only the start of the output
-            events = await stream(http, served.jsonrpc, bash(command))
+            events = await stream(http, served.jsonrpc, bash_params(command, description="run a command"))
             assert final_state(events) == "TASK_STATE_COMPLETED"
             answer = answer_text(events)
     assert "done" in answer, "the command ran and its output reached the model"
@@ -103,7 +104,9 @@ async def test_no_host_is_reached_but_through_the_egress_proxy(harness: Harness,
             f"printf 'CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\n\\r\\n' >&3; head -c 12 <&3; echo"
         )
         async with harness.serving(auto_approve=True) as served:
-            events = await stream(http, served.jsonrpc, bash(f"bash -c '{direct}'; {proxied}"))
+            events = await stream(
+                http, served.jsonrpc, bash_params(f"bash -c '{direct}'; {proxied}", description="run a command")
+            )
             assert final_state(events) == "TASK_STATE_COMPLETED"
             assert "HTTP/1.1 403" in answer_text(events), "the proxy answered, and refused"
             database = served.agent.settings.state_dir / "state.db"  # type: ignore[operator]
@@ -133,9 +136,9 @@ async def test_paths_the_shield_denies_are_masked_even_when_a_command_hides_them
     )
     command = 'd=.gi; f=.en; cat "${f}v"; echo "[core] fsmonitor = touch pwned" >> "${d}t/config"; echo done'
     async with harness.serving(shield=shield) as served:
-        events = await stream(http, served.jsonrpc, bash(command))
+        events = await stream(http, served.jsonrpc, bash_params(command, description="run a command"))
         while final_state(events) == "TASK_STATE_INPUT_REQUIRED":  # the rules ask: a person wrongly says yes
-            events = await stream(http, served.jsonrpc, answer(events[0]["task"], "yes"))
+            events = await stream(http, served.jsonrpc, answer_params(events[0]["task"], "yes"))
         assert final_state(events) == "TASK_STATE_COMPLETED"
         said = answer_text(events)
     assert "done" in said and "top-secret-value" not in said
@@ -150,7 +153,7 @@ async def test_no_way_out_of_the_sandbox(harness: Harness, http: httpx.AsyncClie
         "grep -E '^(CapEff|NoNewPrivs)' /proc/self/status | tr -s '\\t' ' '"
     )
     async with harness.serving(auto_approve=True) as served:
-        events = await stream(http, served.jsonrpc, bash(command))
+        events = await stream(http, served.jsonrpc, bash_params(command, description="run a command"))
         assert final_state(events) == "TASK_STATE_COMPLETED"
         health = (await http.get(served.url + "/health")).json()
     said = answer_text(events)
@@ -171,7 +174,7 @@ async def test_files_that_run_code_outside_tool_calls_stay_as_they_were(
         "printf '#!/bin/sh\\ntouch pwned\\n' > .git/hooks/post-checkout; echo done"
     )
     async with harness.serving(auto_approve=True) as served:
-        events = await stream(http, served.jsonrpc, bash(command))
+        events = await stream(http, served.jsonrpc, bash_params(command, description="run a command"))
         assert final_state(events) == "TASK_STATE_COMPLETED" and "done" in answer_text(events)
     assert (workdir / ".git" / "config").read_text() == "[core]\n"
     assert list((workdir / ".git" / "hooks").iterdir()) == []

@@ -3,9 +3,7 @@
 import asyncio
 import io
 import json
-import os
 import re
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -35,7 +33,9 @@ from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSetti
 from a2a_wrapper.shield import ShieldConfig
 from tests.conftest import ServedAgent, SettingsFactory, serving
 from tests.helpers.acp_fixtures import acp_copilot_backend
-from tests.test_auth import AUTH, KEYS
+from tests.helpers.auth import AUTH, KEYS
+from tests.helpers.send_process import read_until, started
+from tests.helpers.tool_messages import bash_directive
 
 
 @dataclass
@@ -45,49 +45,12 @@ class Sent:
     stderr: str
 
 
-def bash(command: str) -> str:
-    return f"[[tool:bash {json.dumps({'command': command})}]]"
-
-
-@asynccontextmanager
-async def started(*args: str, env: dict[str, str] | None = None) -> AsyncIterator[asyncio.subprocess.Process]:
-    """`a2a-wrap send ARGS` running, its stdin, stdout and stderr piped; killed if still running on exit."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "a2a_wrapper",
-        "send",
-        *args,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, **(env or {})},
-    )
-    try:
-        yield process
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-
-
 async def a2a_send(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> Sent:
     async with started(*args, env=env) as process:
         async with asyncio.timeout(90):
             out, err = await process.communicate(stdin.encode())
     assert process.returncode is not None
     return Sent(process.returncode, out.decode(), err.decode())
-
-
-async def read_until(stream: asyncio.StreamReader, marker: str) -> str:
-    """stderr up to and including the first line holding `marker`."""
-    seen = ""
-    async with asyncio.timeout(60):
-        while marker not in seen:
-            line = (await stream.readline()).decode()
-            assert line, f"stream ended before {marker!r}; got {seen!r}"
-            seen += line
-    return seen
 
 
 @pytest.mark.slow
@@ -106,7 +69,7 @@ async def test_a_plain_answer_streams_to_stdout_and_a_context_continues(agent: S
 
 @pytest.mark.slow
 async def test_tool_calls_and_decisions_are_one_line_each(agent: ServedAgent) -> None:
-    sent = await a2a_send(agent.url, bash("echo shown > shown.txt"))
+    sent = await a2a_send(agent.url, bash_directive("echo shown > shown.txt"))
     assert sent.code == 0, sent.stderr
     assert (agent.workdir / "shown.txt").read_text().strip() == "shown"
     lines = sent.stderr.splitlines()
@@ -141,7 +104,7 @@ async def asking(make_settings: SettingsFactory, offline_model: Any) -> AsyncIte
 
 @pytest.mark.slow
 async def test_an_approval_is_asked_at_the_terminal_and_allowed_once(asking: ServedAgent) -> None:
-    async with started(asking.url, bash("touch approved.txt")) as process:
+    async with started(asking.url, bash_directive("touch approved.txt")) as process:
         assert process.stdin is not None and process.stderr is not None and process.stdout is not None
         shown = await read_until(process.stderr, "[ask]")
         assert "[ask] bash: touch approved.txt (class execute, rule default:execute)" in shown
@@ -165,15 +128,15 @@ async def test_an_approval_is_asked_at_the_terminal_and_allowed_once(asking: Ser
 
 @pytest.mark.slow
 async def test_always_needs_no_second_ask_in_the_context_and_no_denies(asking: ServedAgent) -> None:
-    always = await a2a_send(asking.url, bash("touch always.txt"), stdin="a\n")
+    always = await a2a_send(asking.url, bash_directive("touch always.txt"), stdin="a\n")
     assert always.code == 0, always.stderr
     assert "[allow] bash: touch always.txt (by a person)" in always.stderr
     context = always.stderr.strip().splitlines()[-1].removeprefix("[context ").removesuffix("]")
-    again = await a2a_send(asking.url, bash("touch always.txt"), "--context", context)
+    again = await a2a_send(asking.url, bash_directive("touch always.txt"), "--context", context)
     assert again.code == 0 and "[ask]" not in again.stderr, again.stderr
     assert "[allow] bash: touch always.txt (rule context:" in again.stderr
 
-    denied = await a2a_send(asking.url, bash("touch denied.txt"), stdin="n\n")
+    denied = await a2a_send(asking.url, bash_directive("touch denied.txt"), stdin="n\n")
     assert denied.code == 0, denied.stderr
     assert "[deny] bash: touch denied.txt A person denied this tool call." in denied.stderr
     assert denied.stderr.index("[tool] bash: touch denied.txt") < denied.stderr.index("[deny] bash: touch denied.txt")
@@ -182,7 +145,7 @@ async def test_always_needs_no_second_ask_in_the_context_and_no_denies(asking: S
 
 @pytest.mark.slow
 async def test_end_of_input_cancels_the_waiting_task(asking: ServedAgent) -> None:
-    sent = await a2a_send(asking.url, bash("touch never.txt"), stdin="")
+    sent = await a2a_send(asking.url, bash_directive("touch never.txt"), stdin="")
     assert sent.code == 1
     assert "no answer (end of input): canceling task" in sent.stderr
     assert not (asking.workdir / "never.txt").exists()
@@ -399,7 +362,7 @@ async def test_a_header_is_sent_on_every_request_through_a_gateway(
 
 @pytest.mark.slow
 async def test_done_shows_the_whole_output(agent: ServedAgent) -> None:
-    sent = await a2a_send(agent.url, bash("printf 'one\\ntwo\\nthree\\n'"))
+    sent = await a2a_send(agent.url, bash_directive("printf 'one\\ntwo\\nthree\\n'"))
     assert sent.code == 0, sent.stderr
     assert "[done] bash: one\n  two\n  three\n" in sent.stderr, sent.stderr
 
@@ -412,7 +375,7 @@ async def test_the_agent_stopping_while_a_person_is_asked_ends_the_wait(
     served = await serve.__aenter__()
     up = True
     try:
-        async with started(served.url, bash("touch late.txt")) as process:
+        async with started(served.url, bash_directive("touch late.txt")) as process:
             assert process.stderr is not None
             shown = await read_until(process.stderr, "[ask]")
             up = False
@@ -434,7 +397,7 @@ def working(*data: dict[str, Any]) -> StreamResponse:
     return StreamResponse(status_update=TaskStatusUpdateEvent(task_id="t", context_id="c", status=status))
 
 
-def answer(text: str) -> StreamResponse:
+def answer_event(text: str) -> StreamResponse:
     artifact = Artifact(artifact_id="response-1", name="response", parts=[new_text_part(text)])
     return StreamResponse(artifact_update=TaskArtifactUpdateEvent(task_id="t", context_id="c", artifact=artifact))
 
@@ -473,7 +436,7 @@ def test_a_tool_line_comes_before_its_decision_whatever_arrives_first(events: li
 
 
 def test_a_decision_whose_call_never_comes_gets_its_own_tool_line_before_anything_else() -> None:
-    out, err = viewed(working(DENIED), answer("I could not list."), working(CALL))
+    out, err = viewed(working(DENIED), answer_event("I could not list."), working(CALL))
     assert err == "[tool] bash: ls -la\n[deny] bash: ls -la No listing. (by alice)\n", "the late call is not repeated"
     assert out == "I could not list.\n"
 
@@ -558,7 +521,7 @@ async def test_a_task_that_ends_on_its_own_while_a_person_is_asked_ends_the_wait
     make_settings: SettingsFactory, offline_model: Any
 ) -> None:
     async with serving(make_settings(shield=ShieldConfig(ask_timeout=2)), offline_model) as served:
-        async with started(served.url, bash("touch unanswered.txt")) as process:
+        async with started(served.url, bash_directive("touch unanswered.txt")) as process:
             assert process.stderr is not None and process.stdout is not None
             await read_until(process.stderr, "[ask]")  # nobody answers; the agent's deadline denies it
             async with asyncio.timeout(60):
@@ -582,7 +545,7 @@ async def test_an_acp_agents_denied_call_reads_as_text(tmp_path: Path, offline_m
         shield=ShieldConfig(),
     )
     async with asyncio.timeout(150), serving(settings, offline_model) as served:
-        denied = await a2a_send(served.url, bash("touch acp-denied.txt"), stdin="n\n")
+        denied = await a2a_send(served.url, bash_directive("touch acp-denied.txt"), stdin="n\n")
     assert denied.code == 0, denied.stderr
     lines = [line for line in denied.stderr.splitlines() if line.startswith(("[tool]", "[deny]", "[failed]"))]
     assert [line.split(":")[0] for line in lines] == ["[tool] execute", "[deny] execute", "[failed] execute"], lines

@@ -24,6 +24,7 @@ from a2a_wrapper.state.audit import AuditEntry, recent
 from tests.conftest import ServedAgent, SettingsFactory, serving
 from tests.helpers.a2a_wire import answer_text, data_parts, final_state, rpc, stream, task_answer, user_message
 from tests.helpers.copilot_fixtures import copilot_backend
+from tests.helpers.tool_messages import answer_params, bash_call
 
 README = "# A project\nIts readme, which nothing may truncate.\n"
 NO_DELETE = {
@@ -53,14 +54,6 @@ def tools(*calls: tuple[str, dict[str, Any]]) -> dict[str, Any]:
     return {"message": user_message(" ".join(f"[[tool:{name} {json.dumps(args)}]]" for name, args in calls))}
 
 
-def bash(command: str) -> tuple[str, dict[str, Any]]:
-    return "bash", {"command": command, "description": "a command"}
-
-
-def answer(task: dict[str, Any], text: str) -> dict[str, Any]:
-    return {"message": user_message(text, task["contextId"], task["id"])}
-
-
 def audit_of(served: ServedAgent) -> list[AuditEntry]:
     """Every tool call decision the agent recorded, oldest first (not the sandbox proxy's, per connection)."""
     state_dir = served.agent.settings.state_dir
@@ -80,7 +73,7 @@ async def test_a_truncation_the_backend_does_not_ask_about_is_denied_and_the_mod
 ) -> None:
     async with serving(make_agent(shield=ShieldConfig.model_validate(NO_DELETE)), offline_model) as served:
         readme = with_readme(served)
-        events = await stream(http, served.jsonrpc, tools(bash(">README.md")))
+        events = await stream(http, served.jsonrpc, tools(bash_call(">README.md", description="a command")))
         assert final_state(events) == "TASK_STATE_COMPLETED"
         assert readme.read_text() == README, "the denied redirection did not run"
         [decision] = data_parts(events, "permission")
@@ -98,10 +91,10 @@ async def test_an_ask_at_the_hook_pauses_the_turn_until_the_caller_answers(
     async with serving(make_agent(shield=ShieldConfig()), offline_model) as served:
         readme = with_readme(served)
         for reply in ("no", "yes"):
-            asked = await stream(http, served.jsonrpc, tools(bash(">README.md")))
+            asked = await stream(http, served.jsonrpc, tools(bash_call(">README.md", description="a command")))
             assert final_state(asked) == "TASK_STATE_INPUT_REQUIRED"
             assert readme.read_text() == README, "nothing runs while the person is asked"
-            done = await stream(http, served.jsonrpc, answer(asked[0]["task"], reply))
+            done = await stream(http, served.jsonrpc, answer_params(asked[0]["task"], reply))
             assert final_state(done) == "TASK_STATE_COMPLETED"
             assert readme.read_text() == (README if reply == "no" else ""), f"after {reply!r}"
         assert [(e.decision, e.decided_by, e.target) for e in audit_of(served)] == [
@@ -116,7 +109,9 @@ async def test_code_in_words_the_backend_does_not_parse_never_runs(
 ) -> None:
     commands = ["declare -i x='a[$(touch pwned-one)]'", "cd '$(touch pwned-two)'; cd ${_@P}"]
     async with serving(make_agent(shield=ShieldConfig()), offline_model) as served:
-        events = await stream(http, served.jsonrpc, tools(*(bash(command) for command in commands)))
+        events = await stream(
+            http, served.jsonrpc, tools(*(bash_call(command, description="a command") for command in commands))
+        )
         assert final_state(events) == "TASK_STATE_COMPLETED"
         assert not list(served.workdir.glob("pwned*")), "neither command ran"
         assert [(e.decision, e.rule, e.target) for e in audit_of(served)] == [
@@ -131,7 +126,7 @@ async def test_no_answer_at_the_hook_by_the_deadline_denies(
 ) -> None:
     async with serving(make_agent(shield=ShieldConfig(ask_timeout=2)), offline_model) as served:
         readme = with_readme(served)
-        asked = await stream(http, served.jsonrpc, tools(bash(">README.md")))
+        asked = await stream(http, served.jsonrpc, tools(bash_call(">README.md", description="a command")))
         assert final_state(asked) == "TASK_STATE_INPUT_REQUIRED"
         task = await _ended(http, served, asked[0]["task"]["id"])
         assert task["status"]["state"] == "TASK_STATE_COMPLETED"
@@ -148,7 +143,7 @@ async def test_a_hook_that_cannot_reach_the_wrapper_blocks_the_call(
     async with serving(make_settings(auto_approve=True), offline_model) as served:
         hooks = served.agent.backend.hooks  # type: ignore[attr-defined]
         await hooks.stop()  # OpenCode keeps running; its plugin finds no socket
-        events = await stream(http, served.jsonrpc, tools(bash("touch made.txt")))
+        events = await stream(http, served.jsonrpc, tools(bash_call("touch made.txt", description="a command")))
         assert final_state(events) == "TASK_STATE_COMPLETED"
         assert not (served.workdir / "made.txt").exists(), "fail closed: no answer is no"
         assert "could not be reached" in answer_text(events)
@@ -165,7 +160,7 @@ async def test_a_subagents_call_is_held_by_the_turn_that_started_it(
         task = {"description": "d", "prompt": child, "subagent_type": "general"}
         asked = await stream(http, served.jsonrpc, tools(("task", task)))
         assert final_state(asked) == "TASK_STATE_INPUT_REQUIRED", "the child's redirection is asked in this task"
-        done = await stream(http, served.jsonrpc, answer(asked[0]["task"], "no"))
+        done = await stream(http, served.jsonrpc, answer_params(asked[0]["task"], "no"))
         assert final_state(done) == "TASK_STATE_COMPLETED"
         assert not (served.workdir / "child.txt").exists()
         assert [(e.tool, e.decision, e.decided_by) for e in audit_of(served)] == [

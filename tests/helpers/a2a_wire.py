@@ -80,3 +80,10 @@ def data_parts(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
             if isinstance(part.get("data"), dict) and part["data"].get("type") == kind:
                 found.append(part["data"])
     return found
+
+
+def approval_of(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """The approval the stream's last status (input required) asks a person for."""
+    status = events[-1]["statusUpdate"]["status"]
+    assert status["state"] == "TASK_STATE_INPUT_REQUIRED"
+    return dict(next(p["data"]["approval"] for p in status["message"]["parts"] if "data" in p))

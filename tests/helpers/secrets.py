@@ -1,0 +1,146 @@
+"""The guard's sample credentials (fake, of the real shapes), its marker, and the tables the redaction tests share:
+what is redacted, what is kept, the gutters of numbered listings, a megabyte of adversarial text per entry."""
+
+from collections.abc import Callable
+
+# Fake credentials of the real shapes, assembled so that no scanner mistakes this file for a leak.
+AWS_ID = "AKIA" + "IOSFODNN7EXAMPLE"
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY"
+GITHUB = "ghp_" + "0123456789abcdefghijABCDEFGHIJ012345"
+GITHUB_PAT = "github_pat_" + "11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUV01234"
+OPENAI = "sk-proj-" + "abcdefghijklmnopqrstuvwxyz0123456789ABCD"
+ANTHROPIC = "sk-ant-" + "api03-abcdefghijklmnopqrstuvwxyz0123456789"
+SLACK = "xoxb-" + "123456789012-abcdefghijkl"
+GOOGLE = "AIza" + "SyA1234567890abcdefghijklmnopqrstuv"
+STRIPE = "sk_live_" + "abcdefghijklmnop1234"
+NPM = "npm_" + "abcdefghijklmnopqrstuvwxyz0123456789"
+PYPI = "pypi-" + "AgEIcHlwaS5vcmcCJGE0ZjY3ZWMxLTk4ZmEtNDcxZS1iZmQxLTk4ZDk2NmYxNzE4ZAACKlszLCJ"
+JWT = (
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9." + "eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+)
+PEM_BODY = "MIIEpAIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8PbnGy0AHB7MhgHcTz6sE2I2yPB\naGVsbG8gd29ybGQ=\n"
+PEM = "-----BEGIN RSA PRIVATE KEY-----\n" + PEM_BODY + "-----END RSA PRIVATE KEY-----"
+OPENSSH = [
+    "-----BEGIN OPENSSH PRIVATE KEY-----",
+    "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW",
+    "QyNTUxOQAAACBkZWFkYmVlZmRlYWRiZWVmZGVhZGJlZWZkZWFkYmVlZgAAAJi7mA0Tu5gN",
+    "EwAAAAtzc2gtZWQyNTUxOQAAACBkZWFkYmVlZmRlYWRiZWVmZGVhZGJlZWZkZWFkYmVlZg",
+    "AAAEAK0p1bGlldDpSb21lbzpKdWxpZXQ6Um9tZW86SnVsaWV0OlJvbWVvOkp1bGlldDpS==",
+    "-----END OPENSSH PRIVATE KEY-----",
+]
+
+
+def marker(kind: str) -> str:
+    return f"[REDACTED:{kind}]"
+
+
+REDACTED = [
+    (f"key {AWS_ID} here", f"key {marker('aws-access-key')} here"),
+    ("ASIA" + "Y34FZKBOKMUTVV7A,", f"{marker('aws-access-key')},"),
+    (f"aws_secret_access_key = {AWS_SECRET}\n", f"aws_secret_access_key = {marker('aws-secret-key')}\n"),
+    (f'{{"SecretAccessKey": "{AWS_SECRET}"}}', f'{{"SecretAccessKey": "{marker("aws-secret-key")}"}}'),
+    (f"token {GITHUB} ok", f"token {marker('github-token')} ok"),
+    (f"export GH={GITHUB_PAT}", f"export GH={marker('github-token')}"),
+    (f"use {OPENAI}.", f"use {marker('openai-key')}."),
+    (f"claude {ANTHROPIC}", f"claude {marker('anthropic-key')}"),
+    (f"slack {SLACK}", f"slack {marker('slack-token')}"),
+    (f"maps?k={GOOGLE}&z=1", f"maps?k={marker('google-api-key')}&z=1"),
+    (f"stripe {STRIPE}", f"stripe {marker('stripe-key')}"),
+    (f"//npm.example.internal/:_authToken {NPM}", f"//npm.example.internal/:_authToken {marker('npm-token')}"),
+    (f"pypi {PYPI}", f"pypi {marker('pypi-token')}"),
+    (f"jwt {JWT}. Done", f"jwt {marker('jwt')}. Done"),
+    (f"key:\n{PEM}\nafter", f"key:\n{marker('private-key')}\nafter"),
+    (f'{{"key": "{PEM.replace(chr(10), chr(92) + "n")}\\n"}}', f'{{"key": "{marker("private-key")}\\n"}}'),
+    ("cut: -----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA", f"cut: {marker('private-key')}"),
+    (
+        'curl -H "Authorization: Bearer abcdef1234567890abcdef" x',
+        f'curl -H "Authorization: Bearer {marker("auth-header")}" x',
+    ),
+    ("Authorization: Basic dXNlcjpwYXNz", f"Authorization: Basic {marker('auth-header')}"),
+    ("authorization=0123456789abcdef0123", f"authorization={marker('auth-header')}"),
+    ("send it with bearer abcdef1234567890abcdef", f"send it with bearer {marker('bearer-token')}"),
+    (
+        "git clone https://user:hunter2@example.com/r.git",
+        f"git clone https://user:{marker('url-password')}@example.com/r.git",
+    ),
+    ("redis://:p%40ss@db:6379/0", f"redis://:{marker('url-password')}@db:6379/0"),
+    ("GET /cb?code=1&access_token=abcdef&x=1", f"GET /cb?code=1&access_token={marker('credential')}&x=1"),
+    ("DB_PASSWORD=supersecret\nDEBUG=1", f"DB_PASSWORD={marker('credential')}\nDEBUG=1"),
+    ('{"password": "correct horse battery"}', f'{{"password": "{marker("credential")}"}}'),
+    ("secret_key = 'django-insecure'", f"secret_key = '{marker('credential')}'"),
+    ("api_key: s3cr3t99", f"api_key: {marker('credential')}"),
+    ("mysql --password=hunter42 db", f"mysql --password={marker('credential')} db"),
+    (f"OPENAI_API_KEY={OPENAI}", f"OPENAI_API_KEY={marker('credential')}"),
+    # a key printed as Python's list of lines, and an encrypted PEM key (headers, then a blank line)
+    (str([line + "\n" for line in OPENSSH]), f"['{marker('private-key')}\\n']"),
+    (
+        "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,3F17F5316E2BAC89\n\n"
+        + PEM_BODY
+        + "-----END RSA PRIVATE KEY-----",
+        marker("private-key"),
+    ),
+]
+
+# The line prefixes of numbered listings: a key read through any of them is still one key.
+GUTTERS = {
+    "opencode read": lambda n: f"{n}: ",
+    "older opencode read": lambda n: f"{n:05d}| ",
+    "cat -n": lambda n: f"{n:6d}\t",
+    "grep -n": lambda n: f"{n}:",
+    "grep -Hn -A (context lines)": lambda n: f"keys/id_ed25519{':' if n == 1 else '-'}{n}{':' if n == 1 else '-'}",
+    "grep --color -n": lambda n: f"\x1b[32m{n}\x1b[m\x1b[36m:\x1b[m",
+    "less -N": lambda n: f"{n:7d} ",
+    "bat": lambda n: f"{n:4d} \u2502 ",
+    "claude code read": lambda n: f"{n:6d}\u2192",
+    "diff (added)": lambda n: "+",
+    "diff (removed)": lambda n: "-",
+    "quoted": lambda n: "> ",
+}
+
+
+def numbered(gutter: Callable[[int], str], lines: list[str]) -> str:
+    return "\n".join(gutter(n) + line for n, line in enumerate(lines, 1))
+
+
+KEPT = [
+    "The quick brown fox jumps over the lazy dog.",
+    "commit 3f2a9c1e4b5d6a7f8e9d0c1b2a3f4e5d6c7b8a9f fixes it",
+    "request 123e4567-e89b-12d3-a456-426614174000",
+    "aGVsbG8gd29ybGQgdGhpcyBpcyBub3QgYSBzZWNyZXQ=",
+    "eyJhIjogMX0= is base64 of a JSON object, with no dots",
+    "pip install sk-learn-compatible-estimators",
+    "the task-abcdefghijklmnopqrstuvwxyz012 ran",
+    "def login(password: str, token: str | None = None) -> None:",
+    "token = get_token()",
+    "password = os.environ['DB_PASSWORD']",
+    "API_KEY=os.environ['X']",
+    "connect(user=user, password=password)",
+    "max_tokens: 100000",
+    "token_type = 'bearer'",
+    'password: "${DB_PASSWORD}"',
+    "Authorization: required for every endpoint",
+    "A bearer of good news, unquestionably.",
+    "http://localhost:8080/path and git@github.com:org/repo.git",
+    "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----",
+    "AKIA is the prefix of an access key id",
+    "--- a/file.py\n+++ b/file.py\n@@ -1 +1 @@",
+]
+
+
+ADVERSARIAL = {
+    "one letter": "A" * 1_000_000,
+    "dotted jwt start": "eyJ" + "a." * 300_000,
+    "jwt starts": "eyJ-" * 250_000,
+    "query keys": ("&" + "a" * 30) * 32_000,
+    "question marks": "?" * 1_000_000,
+    "url colons": "://" + ":" * 1_000_000,
+    "assignments": "password=" * 110_000,
+    "key headers": "-----BEGIN " * 90_000,
+    "unterminated quote": 'password="' + "\\" * 1_000_000,
+    "long token": "ghp_" + "a" * 1_000_000,
+    "key words": "aws_secret_access_key=" * 45_000,
+    "bearers": "bearer " * 140_000,
+    "dashes": "-" * 1_000_000,
+    "an open key block": "-----BEGIN RSA PRIVATE KEY-----\n" + "12: a-b\n" * 120_000,
+    "key headers only": "-----BEGIN RSA PRIVATE KEY-----" * 32_000,
+}

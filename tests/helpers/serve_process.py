@@ -1,0 +1,33 @@
+"""`a2a-wrap serve --config FILE` as a real subprocess, and waiting until its /health answers."""
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+
+async def start_serve(config: Path) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "a2a_wrapper",
+        "serve",
+        "--config",
+        str(config),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def wait_healthy(http: httpx.AsyncClient, url: str) -> dict[str, Any]:
+    async with asyncio.timeout(60):
+        while True:
+            try:
+                response = await http.get(url + "/health")
+                if response.status_code == 200:
+                    return dict(response.json())
+            except httpx.TransportError:
+                pass
+            await asyncio.sleep(0.2)
