@@ -1,4 +1,5 @@
-"""Where a backend process lives: a child process on the host (`process`) or a container (`docker`).
+"""Where a backend process lives: a child process on the host (`process`, or `sandbox`: the same child inside
+bubblewrap, see a2a_wrapper/sandbox) or a container (`docker`).
 
 Both children have the same small shape (`Child`), so a backend starts, watches and stops either one alike.
 
