@@ -57,7 +57,8 @@ async def test_the_registry_lists_filters_and_describes_the_fleet(
         code, out, err = await a2a_wrap("status", "--registry", fleet.registry)
         assert code == 0, err
         lines = out.splitlines()
-        assert lines[0].split() == ["name", "state", "url", "backend", "model", "skills", "health", "restarts"]
+        header = ["name", "state", "url", "backend", "model", "skills", "health", "restarts", "approvals"]
+        assert lines[0].split() == header  # approvals: the column status reads from each agent's /metrics
         expected = ["reviewer", "running", reviewer["url"], "opencode", settings.backend.model, "code-review"]
         assert lines[2].split()[:6] == expected
         assert lines[3].split()[:2] == ["writer", "running"]
