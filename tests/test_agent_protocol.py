@@ -1,5 +1,8 @@
 """The A2A front end over the real OpenCode and the offline model: card, bindings, versions, errors."""
 
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+
 import httpx
 import pytest
 from a2a.client import ClientConfig, create_client
@@ -135,3 +138,27 @@ async def test_a2a_sdk_client_streams_a_task(agent: ServedAgent) -> None:
                 text += "".join(p.text for p in event.artifact_update.artifact.parts)
     assert kinds[0] == "task" and "artifact_update" in kinds
     assert text == "Offline model reply: from the sdk"
+
+
+async def test_a_trailing_slash_reaches_the_same_method_on_every_binding(
+    agent: ServedAgent, http: httpx.AsyncClient
+) -> None:
+    over_jsonrpc = await rpc(http, agent.jsonrpc + "/", "SendMessage", {"message": user_message("slash")})
+    assert task_answer(over_jsonrpc["result"]["task"]) == "Offline model reply: slash"
+    task_id = over_jsonrpc["result"]["task"]["id"]
+    fetched = await http.get(f"{agent.rest}/tasks/{task_id}/", headers=V1)
+    assert fetched.status_code == 200 and fetched.json()["id"] == task_id
+    sent = await http.post(agent.rest + "/message:send/", json={"message": user_message("rest slash")}, headers=V1)
+    assert sent.status_code == 200 and task_answer(sent.json()["task"]) == "Offline model reply: rest slash"
+    card = await http.get(agent.url + "/.well-known/agent-card.json/")
+    assert card.status_code == 200 and card.json()["name"] == "test-agent"
+
+
+async def test_the_card_says_how_long_to_keep_it_and_when_it_changed(
+    agent: ServedAgent, http: httpx.AsyncClient
+) -> None:
+    first = await http.get(agent.url + "/.well-known/agent-card.json")
+    assert first.headers["Cache-Control"] == "public, max-age=300"
+    assert first.headers["ETag"] and parsedate_to_datetime(first.headers["Last-Modified"]) <= datetime.now(UTC)
+    again = await http.get(agent.url + "/.well-known/agent-card.json", headers={"If-None-Match": first.headers["ETag"]})
+    assert again.status_code == 304 and again.headers["Last-Modified"] == first.headers["Last-Modified"]

@@ -96,6 +96,13 @@ def test_without_callers_the_card_declares_no_security() -> None:
 # -- refusals
 
 MISSING, INVALID = "Bearer", 'Bearer error="invalid_token"'
+
+
+def latin1(value: str) -> bytes:
+    """A header value as the bytes sent (httpx would refuse a str outside ASCII)."""
+    return value.encode("latin-1")
+
+
 REFUSED = {  # what the request carries: the challenge it gets back
     "no key": ({}, MISSING),
     "a wrong bearer token": (bearer("not-a-key"), INVALID),
@@ -104,6 +111,9 @@ REFUSED = {  # what the request carries: the challenge it gets back
     "a right key without a scheme": ({"Authorization": ORCHESTRATOR_KEY}, MISSING),
     "two callers' keys at once": ({**bearer(ORCHESTRATOR_KEY), **api_key(CI_KEY)}, INVALID),
     "a right key and a wrong one": ({**bearer(ORCHESTRATOR_KEY), **api_key("not-a-key")}, INVALID),
+    # only HTTP whitespace (space, tab) surrounds a value: a no-break space or a next-line is part of the key sent
+    "a right key and a no-break space": ({"Authorization": latin1(f"Bearer {ORCHESTRATOR_KEY}\xa0")}, INVALID),
+    "a right API key and a next-line": ({"X-API-Key": latin1(f"{CI_KEY}\x85")}, INVALID),
 }
 
 

@@ -5,6 +5,7 @@ The card, /health and /metrics are open. Every other path is an A2A method behin
 """
 
 import json
+import time
 from typing import Any
 
 from a2a.server.request_handlers import DefaultRequestHandler, RequestHandler
@@ -24,7 +25,11 @@ from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.frontend.auth import CallContextBuilder, Callers, authentication
 from a2a_wrapper.frontend.card import CARD_PATH, JSONRPC_PATH, REST_PATH
 from a2a_wrapper.frontend.executor import TurnExecutor
+from a2a_wrapper.frontend.http_edge import LastModified, SlashFree
 from a2a_wrapper.frontend.metrics import CONTENT_TYPE, AgentMetrics
+
+# A card changes only when its agent restarts on a new config; a client past max-age revalidates with the ETag.
+CARD_CACHE = "public, max-age=300"
 
 
 def build_app(
@@ -60,14 +65,15 @@ def build_app(
         *create_rest_routes(handler, context_builder=context_builder, enable_v0_3_compat=True, path_prefix=REST_PATH),
     ]
     guards = [*authentication(callers), Middleware(BodyLimit, limit=max_body_bytes)]
-    return Starlette(
+    app = Starlette(
         routes=[
-            *create_agent_card_routes(card, card_url=CARD_PATH),
+            *create_agent_card_routes(card, card_url=CARD_PATH, cache_control=CARD_CACHE),
             Route("/health", health, methods=["GET"]),
             *([Route("/metrics", scrape, methods=["GET"])] if metrics is not None else []),
             Mount("", routes=a2a_routes, middleware=guards),  # everything else, the SDK's tenant paths included
         ]
     )
+    return SlashFree(LastModified(app, CARD_PATH, time.time()))
 
 
 def request_handler(card: AgentCard, executor: TurnExecutor, task_store: TaskStore) -> DefaultRequestHandler:

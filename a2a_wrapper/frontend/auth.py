@@ -94,13 +94,16 @@ class KeyAuthentication(AuthenticationBackend):
         raise AuthenticationError(reason)
 
 
+HTTP_WHITESPACE = " \t"  # RFC 9110's OWS: what may surround a header value; `str.strip()` also drops \xa0, \x85
+
+
 def _presented_keys(conn: HTTPConnection) -> list[bytes]:
     """The keys the request carries, as the bytes sent (Starlette decodes header values as latin-1)."""
     keys = []
     scheme, _, token = conn.headers.get("authorization", "").partition(" ")
-    if scheme.lower() == "bearer" and token.strip():
-        keys.append(token.strip().encode("latin-1"))
-    api_key = conn.headers.get(API_KEY_HEADER, "").strip()
+    if scheme.lower() == "bearer" and token.strip(HTTP_WHITESPACE):
+        keys.append(token.strip(HTTP_WHITESPACE).encode("latin-1"))
+    api_key = conn.headers.get(API_KEY_HEADER, "").strip(HTTP_WHITESPACE)
     if api_key:
         keys.append(api_key.encode("latin-1"))
     return keys
