@@ -17,7 +17,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from a2a_wrapper.backends.base import Backend
 from a2a_wrapper.config.settings import AuthSettings
@@ -25,7 +25,8 @@ from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.frontend.auth import CallContextBuilder, Callers, authentication
 from a2a_wrapper.frontend.card import CARD_PATH, JSONRPC_PATH, REST_PATH
 from a2a_wrapper.frontend.executor import TurnExecutor
-from a2a_wrapper.frontend.http_edge import LastModified, SlashFree
+from a2a_wrapper.frontend.http_edge import LastModified, SlashFree, replay
+from a2a_wrapper.frontend.jsonrpc_edge import JsonRpcEdge
 from a2a_wrapper.frontend.metrics import CONTENT_TYPE, AgentMetrics
 
 # A card changes only when its agent restarts on a new config; a client past max-age revalidates with the ETag.
@@ -64,7 +65,11 @@ def build_app(
         *create_jsonrpc_routes(handler, JSONRPC_PATH, context_builder=context_builder, enable_v0_3_compat=True),
         *create_rest_routes(handler, context_builder=context_builder, enable_v0_3_compat=True, path_prefix=REST_PATH),
     ]
-    guards = [*authentication(callers), Middleware(BodyLimit, limit=max_body_bytes)]
+    guards = [
+        *authentication(callers),
+        Middleware(BodyLimit, limit=max_body_bytes),
+        Middleware(JsonRpcEdge, path=JSONRPC_PATH),
+    ]
     app = Starlette(
         routes=[
             *create_agent_card_routes(card, card_url=CARD_PATH, cache_control=CARD_CACHE),
@@ -100,7 +105,7 @@ class BodyLimit:
         if body is None:
             await self._refuse(scope, send)
             return
-        await self._app(scope, _replay(body, receive), send)
+        await self._app(scope, replay(body, receive), send)
 
     async def _read_all(self, receive: Receive) -> bytes | None:
         chunks: list[bytes] = []
@@ -133,16 +138,3 @@ class BodyLimit:
             }
         )
         await send({"type": "http.response.body", "body": body})
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()  # after the body: wait for the disconnect, as the server would report it
-
-    return replay

@@ -1,4 +1,5 @@
-"""Small ASGI layers at the HTTP edge, before any route: one spelling of every path, and the card's dates.
+"""Small ASGI layers at the HTTP edge, before any route: one spelling of every path, the card's dates, and the
+replay of a body a layer has read.
 
 - A trailing slash names the same route (`POST /a2a/jsonrpc/` is `POST /a2a/jsonrpc`): a client that joins "/"
   to an interface URL, as the conformance suite does, must not get a 404 or a redirect a POST cannot follow.
@@ -40,3 +41,18 @@ class LastModified:
             await send(message)
 
         await self._app(scope, receive, dated)
+
+
+def replay(body: bytes, receive: Receive) -> Receive:
+    """`receive` for the app after a layer has read the whole body: the body once, then the client's own messages
+    (its disconnect, as the server would report it)."""
+    sent = False
+
+    async def replayed() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed

@@ -1,0 +1,143 @@
+"""The JSON-RPC body checked before a2a-sdk parses it, so that what cannot be a request gets JSON-RPC's own codes.
+
+a2a-sdk answers a body that is not UTF-8, or nests past Python's recursion limit, with -32603 and Python's own
+message; takes an id of any size; answers notifications; and reads a 1.0 method sent without `A2A-Version` as
+0.3, answering "version '0.3' is not supported". Here, in order:
+
+- not UTF-8: -32700 (Parse error);
+- arrays and objects nested deeper than MAX_DEPTH (counted without parsing, so nothing recurses): -32600;
+- an id that is neither a string, null nor an integer within ±(2^53 - 1) (what JSON numbers hold exactly): -32600;
+- a notification (no id): run as sent, answered with 204 and no body, as JSON-RPC 2.0 says;
+- a 1.0 method (`SendMessage`, …) without `A2A-Version: 1.0`: -32009 with a sentence saying to send the header.
+
+Anything else, valid JSON or not, goes to the SDK as it came.
+"""
+
+import json
+from typing import Any
+
+from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from a2a_wrapper.frontend.http_edge import replay
+
+MAX_DEPTH = 64
+MAX_ID = 2**53 - 1
+PARSE_ERROR, INVALID_REQUEST, VERSION_NOT_SUPPORTED = -32700, -32600, -32009
+METHODS_1_0 = frozenset(JsonRpcDispatcher.METHOD_TO_MODEL)
+NEEDS_VERSION = (
+    "{method} is an A2A 1.0 method: send the header `A2A-Version: 1.0` with it (a request without the header is "
+    "read as A2A 0.3, whose methods are message/send, message/stream, tasks/get, tasks/cancel, ...)"
+)
+
+
+class JsonRpcEdge:
+    def __init__(self, app: ASGIApp, path: str) -> None:
+        self._app = app
+        self._path = path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("path") != self._path or scope.get("method") != "POST":
+            await self._app(scope, receive, send)
+            return
+        body = await _read(receive)
+        refusal, notification = _check(body, _has_version(scope))
+        if refusal is not None:
+            await _answer(send, refusal)
+            return
+        await self._app(scope, replay(body, receive), _silenced(send) if notification else send)
+
+
+def _check(body: bytes, has_version: bool) -> tuple[dict[str, Any] | None, bool]:
+    """(the error to answer instead of the SDK, whether the request is a notification)."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return _error(PARSE_ERROR, f"Parse error: the body is not UTF-8 (byte {exc.start})"), False
+    if _depth(text) > MAX_DEPTH:
+        return _error(INVALID_REQUEST, f"Invalid Request: arrays and objects nest past {MAX_DEPTH} levels"), False
+    try:
+        request = json.loads(text)
+    except (ValueError, RecursionError):
+        return None, False  # the SDK's own parse error
+    if not isinstance(request, dict):
+        return None, False
+    if "id" not in request:
+        return None, True
+    request_id = request["id"]
+    if not _valid_id(request_id):
+        return _error(INVALID_REQUEST, "Invalid Request: the id must be a string, null or an integer of at most "
+                      f"{MAX_ID} in size"), False  # fmt: skip
+    method = request.get("method")
+    if method in METHODS_1_0 and not has_version:
+        return _error(VERSION_NOT_SUPPORTED, NEEDS_VERSION.format(method=method), request_id), False
+    return None, False
+
+
+def _valid_id(value: object) -> bool:
+    if value is None or isinstance(value, str):
+        return True
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) <= MAX_ID
+
+
+def _depth(text: str) -> int:
+    """How deep arrays and objects nest, brackets inside strings not counted."""
+    deepest = depth = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def _has_version(scope: Scope) -> bool:
+    return any(name == b"a2a-version" for name, _ in scope.get("headers") or [])
+
+
+def _error(code: int, message: str, request_id: object = None) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+
+
+async def _read(receive: Receive) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(chunks)
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _silenced(send: Send) -> Send:
+    """A notification's answer: 204 with no body, whatever the SDK writes."""
+    started = False
+
+    async def silent(message: Message) -> None:
+        nonlocal started
+        if message["type"] == "http.response.start" and not started:
+            started = True
+            await send({"type": "http.response.start", "status": 204, "headers": []})
+        elif message["type"] == "http.response.body" and not message.get("more_body", False):
+            await send({"type": "http.response.body", "body": b""})
+
+    return silent
+
+
+async def _answer(send: Send, payload: dict[str, Any]) -> None:
+    body = json.dumps(payload).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
