@@ -40,10 +40,9 @@ from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSetti
 from a2a_wrapper.offline_model import OfflineModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.acp_fixtures import acp_copilot_backend, acp_opencode_backend
-from tests.copilot_fixtures import copilot_backend
-
-from tests.test_behaviour import opencode_section
+from tests.helpers.acp_fixtures import acp_copilot_backend, acp_opencode_backend
+from tests.helpers.behaviour import opencode_section
+from tests.helpers.copilot_fixtures import copilot_backend
 
 log = logging.getLogger("bench.backends")
 
@@ -189,7 +188,7 @@ async def direct_acp(agent: Any, state: Path) -> AsyncIterator[Direct]:
     from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
     from acp.stdio import spawn_agent_process
 
-    from a2a_wrapper.backends.acp.connection import agent_env
+    from a2a_wrapper.backends.acp.launch import agent_env
 
     settings = agent.settings.backend
     client = BenchAcpClient()

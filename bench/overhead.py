@@ -62,11 +62,11 @@ import uvicorn
 
 from a2a_wrapper.agent import RunningAgent, running_agent
 from a2a_wrapper.backends.install import find_binary
-from a2a_wrapper.backends.opencode.backend import OpenCodeBackend as OpenCodeClient
+from a2a_wrapper.backends.opencode.backend import OpenCodeBackend
 from a2a_wrapper.backends.opencode.launch import free_port
-from a2a_wrapper.config.backends import ModelProvider
+from a2a_wrapper.config.backends import ModelProvider, OpenCodeSettings
 from a2a_wrapper.config.runtimes import ProcessRuntime
-from a2a_wrapper.config.settings import AgentSettings, CardSettings, OpenCodeBackend, ServerSettings
+from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSettings
 from a2a_wrapper.offline_model import MODEL_ID, SMALL_MODEL_ID, OfflineModel
 
 log = logging.getLogger("bench.overhead")
@@ -343,7 +343,7 @@ def agent_settings(model: OfflineModel, state: Path) -> AgentSettings:
     return AgentSettings(
         card=CardSettings(name="bench"),
         server=ServerSettings(port=free_port()),
-        backend=OpenCodeBackend(
+        backend=OpenCodeSettings(
             binary=find_binary("opencode"),
             workdir=state / "workspace",
             model=f"offline/{MODEL_ID}",
@@ -402,9 +402,10 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         model = await stack.enter_async_context(OfflineModel())
         agent = await stack.enter_async_context(running_agent(agent_settings(model, state)))
         url = await stack.enter_async_context(serving(agent))
-        backend = cast(OpenCodeClient, agent.backend)
-        assert backend._http is not None and backend._child is not None and backend._child.pid is not None
-        direct = DirectClient(backend._http, agent.settings.backend.model)
+        backend = cast(OpenCodeBackend, agent.backend)
+        served = backend._client._http  # the agent's own session to its OpenCode: the direct client shares it
+        assert served is not None and backend._child is not None and backend._child.pid is not None
+        direct = DirectClient(served, agent.settings.backend.model)
         await stack.enter_async_context(listening(direct))
         http = await stack.enter_async_context(aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=120)))
         host = machine(str((await backend.health()).get("version")))
