@@ -78,7 +78,7 @@ class DirectOpenCode:
 @asynccontextmanager
 async def direct_opencode(agent: Any) -> AsyncIterator[Direct]:
     backend = agent.backend
-    http = backend._http  # the agent's authenticated client of the same server
+    http = backend._client._http  # the agent's authenticated session with the same server
     client = DirectClient(http, agent.settings.backend.model)
     listener = asyncio.create_task(client.listen())
     try:
