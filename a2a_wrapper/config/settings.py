@@ -36,6 +36,26 @@ class CardProvider(Section):
     url: str = ""
 
 
+class CardSigning(Section):
+    """The card carries a JWS (A2A §8.4) made with a private key read from the environment at start."""
+
+    key_env: str = Field(
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="The environment variable holding the PEM private key."
+    )
+    key_id: str = Field(min_length=1, description="`kid` in the JWS header: how a verifier finds the public key.")
+    algorithm: Literal["ES256", "ES384", "RS256", "PS256", "EdDSA"] = "ES256"
+    jku: str | None = Field(None, description="URL of the JWK set holding the public key (the JWS `jku` header).")
+
+    def key(self) -> str:
+        return os.environ.get(self.key_env, "")
+
+    @model_validator(mode="after")
+    def _key_is_set(self) -> "CardSigning":
+        if not self.key():  # fail closed: a card promised signed is never served unsigned
+            raise ValueError(f"environment variable {self.key_env} is unset or empty")
+        return self
+
+
 class CardSettings(Section):
     name: str = Field(min_length=1, description="The agent's name, shown in its card and logs.")
     description: str = "A coding agent served over A2A."
@@ -45,6 +65,7 @@ class CardSettings(Section):
     default_output_modes: list[str] = ["text/plain", "application/json"]
     provider: CardProvider | None = None
     documentation_url: str | None = None
+    signing: CardSigning | None = Field(None, description="Sign the card (JWS); off unless a key is given.")
 
 
 class ServerSettings(Section):
@@ -52,6 +73,17 @@ class ServerSettings(Section):
     port: int = Field(8000, ge=0, le=65535)
     advertise_url: str | None = Field(None, description="Base URL written into the card; default http://HOST:PORT.")
     max_body_bytes: int = Field(10 * 1024 * 1024, gt=0, description="Larger requests are refused (413).")
+    max_parts: int = Field(256, gt=0, description="Parts one message may hold; more are refused.")
+    max_text_bytes: int = Field(
+        4 * 1024 * 1024, gt=0, description="UTF-8 bytes of text one message may hold, over all its parts."
+    )
+    header_timeout: float = Field(10.0, gt=0, description="Seconds a connection has to send a request's headers.")
+    body_timeout: float = Field(60.0, gt=0, description="Seconds a request has to send its whole body.")
+    idle_timeout: float = Field(5.0, gt=0, description="Seconds an idle keep-alive connection is kept open.")
+    max_connections: int = Field(512, gt=0, description="Open connections served at once; more get 503.")
+    grpc_port: int | None = Field(
+        None, ge=0, le=65535, description="Also serve A2A's gRPC binding on this port (0: a free one); none: off."
+    )
 
     @field_validator("advertise_url")
     @classmethod
@@ -59,6 +91,19 @@ class ServerSettings(Section):
         if value is not None and not re.match(r"^https?://[^/\s]+", value):
             raise ValueError("must be an http(s) URL")
         return value.rstrip("/") if value else value
+
+
+class PushSettings(Section):
+    """Push notifications (A2A §13): webhooks a caller registers per task, called at each status change."""
+
+    enabled: bool = True
+    allow_hosts: list[str] = Field(
+        [],
+        description="Hosts or networks (CIDR) webhooks may reach although private, loopback or link-local; "
+        "by default such URLs are refused.",
+    )
+    timeout: float = Field(10.0, gt=0, description="Seconds one delivery may take.")
+    attempts: int = Field(5, ge=1, le=20, description="Deliveries tried per event, with backoff between them.")
 
 
 class SessionSettings(Section):
@@ -136,6 +181,7 @@ class AgentSettings(BaseSettings):
     timeouts: TimeoutSettings = TimeoutSettings()
     logging: LoggingSettings = LoggingSettings()
     auth: AuthSettings = AuthSettings()
+    push: PushSettings = PushSettings()
     guard: GuardSettings = GuardSettings()
     auto_approve: bool = Field(
         False, description="Without a shield section: allow (true) or deny (false) every tool call."
