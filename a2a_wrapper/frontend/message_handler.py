@@ -1,0 +1,110 @@
+"""The agent's A2A request handler: a2a-sdk's, with what this agent adds to SendMessage and SendStreamingMessage.
+
+Every binding (JSON-RPC, REST, gRPC; 1.0 and 0.3) calls this one object, so each gets the same behaviour:
+
+- a message past the limits (frontend/message_limits.py) is refused before anything runs or is stored;
+- a message whose messageId the same caller already sent in the same context (state/message_ledger.py) is
+  answered with the task it created (frontend/retries.py): the turn and its tool calls do not run again. A retry
+  that races its first attempt waits until that attempt's task holds the message (frontend/attempts.py), so no
+  two attempts of one message run, whichever arrives first.
+
+Every other method is a2a-sdk's own (frontend/delegating_handler.py).
+"""
+
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing, asynccontextmanager
+
+from a2a.server.context import ServerCallContext
+from a2a.server.events import Event
+from a2a.server.request_handlers import RequestHandler
+from a2a.types import Message, SendMessageRequest, Task
+from a2a.utils.errors import TaskNotFoundError
+
+from a2a_wrapper.frontend.attempts import CLAIMED_TASK, Attempt, Attempts
+from a2a_wrapper.frontend.delegating_handler import DelegatingHandler
+from a2a_wrapper.frontend.message_limits import MessageLimits
+from a2a_wrapper.frontend.retries import current_task, repeated_send, repeated_stream
+from a2a_wrapper.state.message_ledger import MessageKey, MessageLedger
+
+
+def caller_of(context: ServerCallContext) -> str:
+    """The authenticated caller's name, "" when auth is off."""
+    return context.user.user_name if context.user.is_authenticated else ""
+
+
+class MessageHandler(DelegatingHandler):
+    def __init__(
+        self, sdk: RequestHandler, attempts: Attempts, ledger: MessageLedger | None, limits: MessageLimits
+    ) -> None:
+        """`sdk` (a2a-sdk's handler, or one wrapping it) must write its tasks through `attempts.watching(…)` and
+        build its request contexts with `ClaimedTaskIds` (see `frontend.app.request_handler`). Without a
+        ledger (a test of turns alone) a message sent again runs again."""
+        super().__init__(sdk)
+        self._attempts = attempts
+        self._ledger = ledger
+        self._limits = limits
+
+    async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task | Message:
+        self._limits.check(params.message)
+        admission = await self._admit(params, context)
+        if isinstance(admission, Task):
+            return await repeated_send(self._inner, admission, params, context)
+        async with self._first(admission, context):
+            return await self._inner.on_message_send(params, context)
+
+    async def on_message_send_stream(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event]:
+        self._limits.check(params.message)
+        admission = await self._admit(params, context)
+        events = (
+            repeated_stream(self._inner, admission, params, context)
+            if isinstance(admission, Task)
+            else self._inner.on_message_send_stream(params, context)
+        )
+        async with self._first(admission, context), aclosing(events) as stream:  # type: ignore[type-var]
+            async for event in stream:
+                yield event
+
+    async def _admit(self, params: SendMessageRequest, context: ServerCallContext) -> Task | Attempt | None:
+        """The task an earlier attempt of this message created, or this first attempt (its claim recorded), or
+        None when there is nothing to key on (no ledger, or no messageId: a2a-sdk refuses that message)."""
+        message = params.message
+        if self._ledger is None or not message.message_id:
+            return None
+        key = MessageKey(caller_of(context), message.context_id, message.message_id)
+        while True:
+            running = self._attempts.running(key)
+            if running is not None:
+                await running.settled.wait()
+                continue
+            attempt = self._attempts.begin(key, message.task_id or str(uuid.uuid4()))
+            try:
+                earlier = await self._ledger.claim(key, attempt.task_id)
+            except BaseException:
+                self._attempts.end(attempt)
+                raise
+            if earlier is None:
+                return attempt
+            self._attempts.end(attempt)
+            try:
+                return await current_task(self._inner, earlier, params, context)
+            except TaskNotFoundError:  # gone since: the message is new again
+                await self._ledger.forget(key, earlier)
+
+    @asynccontextmanager
+    async def _first(self, attempt: Attempt | Task | None, context: ServerCallContext) -> AsyncIterator[None]:
+        """Runs a first attempt; if its task never held the message, the claim is withdrawn (a retry runs)."""
+        if not isinstance(attempt, Attempt) or self._ledger is None:
+            yield
+            return
+        context.state[CLAIMED_TASK] = attempt.task_id
+        try:
+            yield
+        finally:
+            try:
+                if not attempt.accepted:
+                    await self._ledger.forget(attempt.key, attempt.task_id)
+            finally:
+                self._attempts.end(attempt)

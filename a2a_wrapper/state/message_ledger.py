@@ -1,0 +1,88 @@
+"""Messages already accepted: (caller, contextId, messageId) -> the task each created, in the agent's SQLite file.
+
+A client that retries after a dropped connection sends the same messageId again; the ledger names the task the
+first attempt made, so the turn is not run twice, across a restart too. A message sent without a contextId is
+keyed with "" (its retry has none either). An entry is honoured for RETENTION seconds; older ones are ignored
+and deleted (at start, then at most once an hour), and one whose task is gone is forgotten by the caller.
+"""
+
+import time
+from dataclasses import dataclass
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from a2a_wrapper.state.database import writing
+
+RETENTION = 24 * 3600.0  # seconds: a retry comes within moments; a day covers a client's longest backoff
+_PRUNE_EVERY = 3600.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS message_ledger (
+    caller TEXT NOT NULL,
+    context_id TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    accepted REAL NOT NULL,
+    PRIMARY KEY (caller, context_id, message_id)
+)"""
+
+
+@dataclass(frozen=True, slots=True)
+class MessageKey:
+    caller: str  # the authenticated A2A caller, "" when auth is off
+    context_id: str  # as the message named it, "" when it named none
+    message_id: str
+
+
+class MessageLedger:
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._engine = engine
+        self._pruned = 0.0
+
+    async def initialize(self) -> None:
+        async with writing(self._engine) as db:
+            await db.execute(text(_SCHEMA))
+        await self._prune()
+
+    async def claim(self, key: MessageKey, task_id: str) -> str | None:
+        """Records `task_id` for the key and returns None, or returns the task an earlier attempt recorded."""
+        now = time.time()
+        if now - self._pruned > _PRUNE_EVERY:
+            await self._prune()
+        values = {"a": key.caller, "c": key.context_id, "m": key.message_id, "t": task_id, "now": now}
+        async with writing(self._engine) as db:
+            row = (
+                await db.execute(
+                    text(
+                        "SELECT task_id FROM message_ledger WHERE caller = :a AND context_id = :c"
+                        " AND message_id = :m AND accepted >= :now - :keep"
+                    ),
+                    {**values, "keep": RETENTION},
+                )
+            ).first()
+            if row is not None:
+                return str(row[0])
+            await db.execute(
+                text("INSERT OR REPLACE INTO message_ledger VALUES (:a, :c, :m, :t, :now)"),
+                values,
+            )
+        return None
+
+    async def forget(self, key: MessageKey, task_id: str) -> None:
+        """Drops the key's entry if it still names `task_id` (its attempt made no task, or the task is gone)."""
+        async with writing(self._engine) as db:
+            await db.execute(
+                text(
+                    "DELETE FROM message_ledger WHERE caller = :a AND context_id = :c AND message_id = :m"
+                    " AND task_id = :t"
+                ),
+                {"a": key.caller, "c": key.context_id, "m": key.message_id, "t": task_id},
+            )
+
+    async def _prune(self) -> None:
+        self._pruned = time.time()
+        async with writing(self._engine) as db:
+            await db.execute(
+                text("DELETE FROM message_ledger WHERE accepted < :cutoff"), {"cutoff": self._pruned - RETENTION}
+            )
