@@ -9,8 +9,10 @@ wrapped agent (A2A app on uvicorn, its backend child) and a direct client of the
 
 Turns are interleaved (direct, wrapper, direct, ...) on one session / one context each, after warm-up turns,
 each followed by a quiet pause (`--settle`, as in bench/overhead.py).
-Measured per backend: a trivial turn (p50, ms added, ratio) and the first text of a 300-delta reply
-(`[[long:300]]`). bench/overhead.py remains the deep look at OpenCode (CPU, soak, memory).
+Measured per backend: a trivial turn (p50, ms added, ratio), the first text and the whole of a 300-delta reply
+(`[[long:300]]`), and the CPU this process spent per turn of each kind (the model and the clients are in it in
+both modes, so the difference is the wrapper's). bench/overhead.py remains the deep look at OpenCode (soak,
+memory).
 
     /work/venv/bin/python bench/backends.py [--turns N] [--backends opencode,copilot] [--json out.json]
 """
@@ -26,7 +28,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -216,15 +218,22 @@ class Result:
     trivial_wrapper: list[float] = field(default_factory=list)
     first_direct: list[float] = field(default_factory=list)
     first_wrapper: list[float] = field(default_factory=list)
+    long_direct: list[float] = field(default_factory=list)
+    long_wrapper: list[float] = field(default_factory=list)
+    cpu_trivial_direct: list[float] = field(default_factory=list)
+    cpu_trivial_wrapper: list[float] = field(default_factory=list)
+    cpu_long_direct: list[float] = field(default_factory=list)
+    cpu_long_wrapper: list[float] = field(default_factory=list)
 
 
 async def timed(turn: Awaitable[Timing], settle: float) -> Timing:
     """The turn, then a quiet pause: a backend works on after its turn ends (OpenCode 100-250 ms), and without
-    the pause that tail would land on the next turn, always of the other mode."""
+    the pause that tail would land on the next turn, always of the other mode. CPU is this process's over both."""
+    cpu = time.process_time()
     async with asyncio.timeout(TURN_TIMEOUT):
         timing = await turn
     await asyncio.sleep(settle)
-    return timing
+    return replace(timing, cpu=(time.process_time() - cpu) * 1000)
 
 
 async def bench_backend(name: str, model: OfflineModel, turns: int, warmup: int, settle: float) -> Result:
@@ -252,37 +261,59 @@ async def bench_backend(name: str, model: OfflineModel, turns: int, warmup: int,
             else:
                 direct = await stack.enter_async_context(direct_acp(agent, direct_state))
             context = f"bench-{uuid.uuid4().hex[:8]}"
-            for text, direct_list, wrapper_list, pick in (
-                (TRIVIAL, result.trivial_direct, result.trivial_wrapper, "done"),
-                (LONG, result.first_direct, result.first_wrapper, "first_text"),
-            ):
+            for text, kind in ((TRIVIAL, "trivial"), (LONG, "long")):
                 for index in range(warmup + turns):
                     direct_timing = await timed(direct.turn(text), settle)
                     wrapper_timing = await timed(wrapper.turn(context, text), settle)
                     if index >= warmup:
-                        direct_list.append(getattr(direct_timing, pick))
-                        wrapper_list.append(getattr(wrapper_timing, pick))
+                        record(result, kind, "direct", direct_timing)
+                        record(result, kind, "wrapper", wrapper_timing)
                     model.control.clear()
         return result
 
 
+def record(result: Result, kind: str, mode: str, timing: Timing) -> None:
+    """One turn's figures into the result's lists: a trivial turn's end; a long reply's first text and end."""
+    getattr(result, f"cpu_{kind}_{mode}").append(timing.cpu)
+    if kind == "trivial":
+        getattr(result, f"trivial_{mode}").append(timing.done)
+    else:
+        getattr(result, f"first_{mode}").append(timing.first_text)
+        getattr(result, f"long_{mode}").append(timing.done)
+
+
+MEASURES = {  # summary key: (Result list prefix, table heading)
+    "trivial_p50": ("trivial", "trivial turn"),
+    "first_text_p50": ("first", "first text of 300 deltas"),
+    "long_p50": ("long", "whole 300-delta reply"),
+    "cpu_trivial_p50": ("cpu_trivial", "CPU per trivial turn"),
+    "cpu_long_p50": ("cpu_long", "CPU per 300-delta turn"),
+}
+
+
 def summarise(result: Result) -> dict[str, Any]:
-    trivial = compare(pct(result.trivial_direct, 50), pct(result.trivial_wrapper, 50))
-    first = compare(pct(result.first_direct, 50), pct(result.first_wrapper, 50))
-    return {"backend": result.backend, "trivial_p50": trivial, "first_text_p50": first}
+    summary: dict[str, Any] = {"backend": result.backend}
+    for key, (prefix, _) in MEASURES.items():
+        direct, wrapper = getattr(result, f"{prefix}_direct"), getattr(result, f"{prefix}_wrapper")
+        summary[key] = compare(pct(direct, 50), pct(wrapper, 50))
+    return summary
 
 
 def render(rows: list[dict[str, Any]]) -> str:
-    lines = [
-        "| backend | trivial turn direct | wrapper | added | first text direct | wrapper | added |",
-        "|---|---|---|---|---|---|---|",
-    ]
+    """One table per backend: each measure's p50 direct, wrapped, added and ratio (ms)."""
+    lines = []
     for row in rows:
-        t, f = row["trivial_p50"], row["first_text_p50"]
-        lines.append(
-            f"| {row['backend']} | {t['direct']:.1f} ms | {t['wrapper']:.1f} ms | {t['added']:+.1f} ms "
-            f"| {f['direct']:.1f} ms | {f['wrapper']:.1f} ms | {f['added']:+.1f} ms |"
-        )
+        lines += [
+            f"{row['backend']}:",
+            "| measure (p50) | direct | wrapper | added | ratio |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for key, (_, heading) in MEASURES.items():
+            m = row[key]
+            lines.append(
+                f"| {heading} | {m['direct']:.1f} | {m['wrapper']:.1f} | {m['added']:+.1f} | {m['ratio']:.2f}x |"
+            )
+        lines.append("")
     return "\n".join(lines)
 
 

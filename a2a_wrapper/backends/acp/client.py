@@ -75,6 +75,16 @@ class WrapperClient:
         for event in translate(update, channel.tools):
             channel.queue.put_nowait(event)
 
+    def deliver(self, session_id: str, event: StreamEvent) -> bool:
+        """A text chunk read past the acp library (reader.py), queued as `session_update` would; True when the
+        turn's queue was empty, so the turn may be waiting for it."""
+        channel = self._channels.get(session_id)
+        if channel is None:
+            return False
+        waiting = channel.queue.empty()
+        channel.queue.put_nowait(event)
+        return waiting
+
     async def request_permission(
         self, session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption], **_: Any
     ) -> RequestPermissionResponse:

@@ -22,6 +22,7 @@ from acp.schema import (
 from a2a_wrapper import __version__
 from a2a_wrapper.backends.acp.client import WrapperClient
 from a2a_wrapper.backends.acp.launch import agent_command, mcp_servers
+from a2a_wrapper.backends.acp.reader import YieldingReader
 from a2a_wrapper.config.backends import AcpSettings
 from a2a_wrapper.errors import BackendUnavailable, Unauthorized
 from a2a_wrapper.process import ChildProcess
@@ -30,27 +31,6 @@ from a2a_wrapper.sandbox import Sandbox, program_paths
 log = logging.getLogger(__name__)
 
 _AUTH_REQUIRED = -32000
-
-
-class YieldingReader(asyncio.StreamReader):
-    """The agent's stdout, giving the loop away after each message (a StreamReader, as the acp library checks).
-
-    The acp library reads every buffered message before it runs the task each one becomes; a burst (a reply of
-    300 chunks) would then be parsed whole before the turn saw its first chunk (~100 ms on this machine).
-    Reads are delegated to the process's own reader; this one is never fed.
-    """
-
-    def __init__(self, reader: asyncio.StreamReader) -> None:
-        super().__init__()
-        self._source = reader
-
-    async def readuntil(self, separator: bytes = b"\n") -> bytes:  # type: ignore[override]
-        line = await self._source.readuntil(separator)
-        await asyncio.sleep(0)
-        return line
-
-    async def readexactly(self, n: int) -> bytes:
-        return await self._source.readexactly(n)
 
 
 class AgentConnection:
@@ -102,7 +82,7 @@ class AgentConnection:
         except OSError as exc:
             raise BackendUnavailable(f"cannot start the ACP agent {self._settings.command[0]!r}: {exc}") from exc
         # the client implements updates and permission requests only: fs/* and terminal/* are refused
-        stdout = YieldingReader(self.child.stdout)
+        stdout = YieldingReader(self.child.stdout, self.client.deliver)
         self._conn = ClientSideConnection(cast(Client, self.client), self.child.stdin, stdout)
         capabilities = ClientCapabilities(
             fs=FileSystemCapabilities(read_text_file=False, write_text_file=False), terminal=False

@@ -5,6 +5,11 @@ through `batches`: everything already waiting is handed over together, text delt
 chunks becomes one A2A artifact update instead of 300. The first item of a burst is never held to wait for more,
 and no batch collects for longer than BURST_SLICE, so a steady stream still reaches the caller every few
 milliseconds. A `Done` ends its batch and the stream.
+
+An answer that streams faster than the A2A side sends it is paced: text that follows a batch of text handed
+over less than TEXT_PACE ago waits out the rest of that pace, gathering what arrives meanwhile. The first text
+of an answer (and anything after other events) is never held; a reply of 300 deltas in 100 ms becomes ~20
+chunks instead of one per delta, each of which costs a2a-sdk a task save and an SSE event.
 """
 
 import asyncio
@@ -12,8 +17,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from a2a_wrapper.backends.base import BURST_SLICE, Batch
-from a2a_wrapper.events import Done, StreamEvent, coalesce
+from a2a_wrapper.events import Done, StreamEvent, Text, coalesce
 
+TEXT_PACE = 0.005  # seconds: at most one chunk of a flowing answer per pace
 Item = TypeVar("Item")
 Translate = Callable[[Item], Awaitable[Sequence[StreamEvent]]]
 
@@ -25,17 +31,22 @@ async def as_is(event: StreamEvent) -> Sequence[StreamEvent]:
 
 async def batches(queue: "asyncio.Queue[Item]", translate: Translate[Item]) -> AsyncIterator[Batch]:
     """The queue's items, translated, as batches of StreamEvents until one holds a `Done`."""
+    loop = asyncio.get_running_loop()
+    paced_until = 0.0  # loop time before which more text waits (set by a batch of text)
     while True:
-        batch = await _next_batch(queue, translate)
+        batch = await _next_batch(queue, translate, paced_until)
         if batch:
             yield batch
             if isinstance(batch[-1], Done):
                 return
+            paced_until = loop.time() + TEXT_PACE if any(isinstance(e, Text) for e in batch) else 0.0
 
 
-async def _next_batch(queue: "asyncio.Queue[Item]", translate: Translate[Item]) -> Batch:
+async def _next_batch(queue: "asyncio.Queue[Item]", translate: Translate[Item], paced_until: float) -> Batch:
     loop = asyncio.get_running_loop()
     events = list(await translate(await queue.get()))
+    if events and isinstance(events[0], Text) and loop.time() < paced_until:
+        await asyncio.sleep(paced_until - loop.time())
     collect_until = loop.time() + BURST_SLICE
     while not queue.empty() and loop.time() < collect_until and not _ends(events):
         events += await translate(queue.get_nowait())
