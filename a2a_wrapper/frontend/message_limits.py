@@ -23,16 +23,18 @@ class MessageLimits:
 
     def check(self, message: Message) -> None:
         """Raises the protocol's invalid-params error (JSON-RPC -32602, REST 400) naming the limit passed."""
-        parts = len(message.parts)
-        if parts > self.max_parts:
-            raise InvalidParamsError(
-                message=f"The message has {parts} parts; server.max_parts allows {self.max_parts}. Nothing was run."
-            )
+        self.check_parts(len(message.parts))
         size = sum(_text_bytes(part) for part in message.parts)
         if size > self.max_text_bytes:
             raise InvalidParamsError(
                 message=f"The message holds {size} bytes of text; server.max_text_bytes allows "
                 f"{self.max_text_bytes}. Nothing was run."
+            )
+
+    def check_parts(self, parts: int) -> None:
+        if parts > self.max_parts:
+            raise InvalidParamsError(
+                message=f"The message has {parts} parts; server.max_parts allows {self.max_parts}. Nothing was run."
             )
 
 
