@@ -1,5 +1,7 @@
 """The agent card, from the config; interface URLs from the advertised URL, never from a request."""
 
+from urllib.parse import urlsplit
+
 from a2a.types import (
     AgentCapabilities,
     AgentCard,
@@ -15,6 +17,7 @@ from a2a.types import (
 )
 
 from a2a_wrapper.config.settings import AgentSettings, Skill
+from a2a_wrapper.frontend.card_signing import sign_card
 from a2a_wrapper.permissions.approvals import EXTENSION_DESCRIPTION, EXTENSION_URI
 
 JSONRPC_PATH = "/a2a/jsonrpc"
@@ -45,6 +48,11 @@ def build_card(settings: AgentSettings) -> AgentCard:
         for version in ("1.0", "0.3")
         for path, binding in ((JSONRPC_PATH, "JSONRPC"), (REST_PATH, "HTTP+JSON"))
     ]
+    if settings.server.grpc_port:  # port 0 (a free one) is listed once bound: the agent passes the port it got
+        interfaces += [
+            AgentInterface(url=grpc_target(settings), protocol_binding="GRPC", protocol_version=version)
+            for version in ("1.0", "0.3")
+        ]
     skills = card.skills or [Skill(id="coding", name="Coding", description=card.description, tags=["coding"])]
     result = AgentCard(
         name=card.name,
@@ -53,7 +61,7 @@ def build_card(settings: AgentSettings) -> AgentCard:
         supported_interfaces=interfaces,
         capabilities=AgentCapabilities(
             streaming=True,
-            push_notifications=False,
+            push_notifications=settings.push.enabled,
             extensions=[AgentExtension(uri=EXTENSION_URI, description=EXTENSION_DESCRIPTION, required=False)],
         ),
         default_input_modes=card.default_input_modes,
@@ -71,4 +79,12 @@ def build_card(settings: AgentSettings) -> AgentCard:
         for name, scheme in SECURITY_SCHEMES.items():
             result.security_schemes[name].CopyFrom(scheme)
             result.security_requirements.append(SecurityRequirement(schemes={name: StringList()}))
-    return result
+    return sign_card(result, card.signing) if card.signing else result
+
+
+def grpc_target(settings: AgentSettings) -> str:
+    """The gRPC interface's URL: `host:port`, no scheme, as gRPC channels and a2a-sdk's gRPC client take it; the
+    host is the advertised URL's."""
+    host = urlsplit(settings.advertised_url).hostname or "127.0.0.1"
+    port = settings.server.grpc_port
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
