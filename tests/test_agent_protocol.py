@@ -98,7 +98,7 @@ async def test_reasoning_is_kept_out_of_the_answer(agent: ServedAgent, http: htt
 async def test_usage_in_final_status_metadata(agent: ServedAgent, http: httpx.AsyncClient) -> None:
     events = await stream(http, agent.jsonrpc, {"message": user_message("count me")})
     usage = events[-1]["statusUpdate"]["metadata"]["a2a-wrapper"]["usage"]
-    assert usage["output_tokens"] > 0 and usage["input_tokens"] > 0
+    assert usage["outputTokens"] > 0 and usage["inputTokens"] > 0
 
 
 async def test_malformed_jsonrpc_and_unknown_method(agent: ServedAgent, http: httpx.AsyncClient) -> None:

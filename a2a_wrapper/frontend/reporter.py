@@ -148,7 +148,7 @@ class TaskReporter:
             withheld = f"The answer was withheld: this turn met {INJECTION} ({_phrases(verdict)})."
             done = Done(outcome="failed", sentence=withheld)
         await self._flush_text(last=True)  # the held text, or an empty chunk that closes the answer
-        metadata = {META: {**self.metadata, "usage": dataclasses.asdict(self._usage)}}
+        metadata = {META: {**self.metadata, "usage": _usage(self._usage)}}
         if verdict.findings:
             metadata[META]["guard"] = verdict.metadata()
         sentence = self._guard.sentence(done.sentence)
@@ -178,3 +178,13 @@ def _plain(event: ToolCall | ToolResult) -> dict[str, Any]:
     if isinstance(event, ToolResult) and event.diffs:
         data["changed"] = [diff.path for diff in event.diffs]
     return {k: list(v) if isinstance(v, tuple) else v for k, v in data.items() if v is not None}
+
+
+def _usage(usage: Usage) -> dict[str, int | float]:
+    """The wire's camelCase keys; counts stay integers (frontend/wire_numbers.py prints them so), cost a number."""
+    return {
+        "inputTokens": usage.input_tokens,
+        "outputTokens": usage.output_tokens,
+        "reasoningTokens": usage.reasoning_tokens,
+        "cost": usage.cost,
+    }

@@ -9,7 +9,9 @@ start marks tasks it finds unfinished as failed (see recovery.py).
 
 What is kept of a task passes the guard's redaction first: the caller's own messages may hold a credential,
 and the database outlives the turn. Versions are redacted when written and when read from memory (not on
-every save, which would scan the whole task per chunk), so GetTask shows what the database holds.
+every save, which would scan the whole task per chunk), so GetTask shows what the database holds. The answer's
+streamed chunks are joined first (whole_answers.py): one part per answer, and a credential split across two
+chunks is still one string to redact.
 """
 
 import asyncio
@@ -27,6 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from a2a_wrapper.guard import redact_value
 from a2a_wrapper.state.database import written
+from a2a_wrapper.state.whole_answers import whole_answers
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +108,7 @@ class WriteBehindTaskStore(TaskStore):
         if pending is not None:
             if pending.owner != self._owner(context):
                 return None
-            return redacted(pending.task)
+            return redacted(whole_answers(pending.task))
         if task_id not in self._known:
             return None
         return await self._store.get(task_id, context)
@@ -139,7 +142,8 @@ class WriteBehindTaskStore(TaskStore):
         while self._unwritten:
             task_id, pending = next(iter(self._unwritten.items()))
             try:
-                await written(self._engine, partial(self._store.save, redacted(pending.task), pending.context))
+                kept = redacted(whole_answers(pending.task))
+                await written(self._engine, partial(self._store.save, kept, pending.context))
             except Exception:  # a failed write must not stop the writer
                 log.exception("could not persist task %s", task_id)
                 if retry:
