@@ -58,7 +58,7 @@ def test_a_task_already_whole_is_returned_as_it_is_and_the_original_never_change
 def test_whole_numbers_in_a_struct_print_as_integers(value: float, printed: str) -> None:
     print_whole_numbers_as_integers()
     struct = ParseDict({"n": value, "nested": [{"n": value}]}, Struct())
-    assert json.dumps(MessageToDict(struct)) == f'{{"n": {printed}, "nested": [{{"n": {printed}}}]}}'
+    assert json.dumps(MessageToDict(struct), sort_keys=True) == f'{{"n": {printed}, "nested": [{{"n": {printed}}}]}}'
     assert json.loads(MessageToJson(struct))["n"] == json.loads(printed)
 
 
