@@ -6,6 +6,8 @@ unary reply, GetTask, ListTasks, a subscription's first snapshot) wants the answ
 adjacent text parts that differ only in their text become one part holding the whole text.
 """
 
+from itertools import groupby
+
 from a2a.types import Artifact, Part, Task
 
 
@@ -29,12 +31,7 @@ def _split(artifact: Artifact) -> bool:
 
 
 def _joined(parts: list[Part]) -> list[Part]:
-    runs: list[list[Part]] = []
-    for part in parts:
-        if runs and _joinable(runs[-1][-1], part):
-            runs[-1].append(part)
-        else:
-            runs.append([part])
+    runs = [list(run) for _, run in groupby(parts, key=_likeness)]
     return [run[0] if len(run) == 1 else _one(run) for run in runs]
 
 
@@ -46,7 +43,12 @@ def _one(run: list[Part]) -> Part:
 
 
 def _joinable(first: Part, second: Part) -> bool:
-    """Both text, and alike in all but the text (media type, filename, metadata)."""
-    if first.WhichOneof("content") != "text" or second.WhichOneof("content") != "text":
-        return False
-    return (first.media_type, first.filename, first.metadata) == (second.media_type, second.filename, second.metadata)
+    return _likeness(first) == _likeness(second)
+
+
+def _likeness(part: Part) -> object:
+    """Equal for text parts alike in all but the text (media type, filename, metadata); unique for any other part."""
+    if part.WhichOneof("content") != "text":
+        return object()
+    metadata = part.metadata.SerializeToString(deterministic=True) if part.HasField("metadata") else b""
+    return (part.media_type, part.filename, metadata)
