@@ -20,20 +20,26 @@ from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.frontend.app import build_app, request_handler
 from a2a_wrapper.frontend.card import CARD_PATH, build_card
 from a2a_wrapper.frontend.executor import TurnExecutor
+from a2a_wrapper.frontend.grpc_binding import grpc_port, with_grpc_port
+from a2a_wrapper.frontend.message_limits import MessageLimits
 from a2a_wrapper.frontend.metrics import AgentMetrics
+from a2a_wrapper.frontend.server_config import uvicorn_config
 from a2a_wrapper.frontend.turns import ContextLocks, Turns
 from a2a_wrapper.permissions.gate import PermissionGate
 from a2a_wrapper.permissions.policy import Policy, build_policy
 from a2a_wrapper.ports import bind_port
+from a2a_wrapper.push import push_service
 from a2a_wrapper.sandbox import Sandbox, describe_runtime
 from a2a_wrapper.shield.decision import PermissionPolicy
 from a2a_wrapper.state.audit import AuditLog
 from a2a_wrapper.state.context_rules import ContextRules
 from a2a_wrapper.state.database import open_database
 from a2a_wrapper.state.lock import SERVING, FolderBusy, FolderLock
+from a2a_wrapper.state.message_ledger import MessageLedger
 from a2a_wrapper.state.recovery import INTERRUPTED, fail_interrupted_tasks
 from a2a_wrapper.state.sdk_tables import task_ids
 from a2a_wrapper.state.sessions import SessionMap
+from a2a_wrapper.state.task_listing import listing_off_the_loop
 from a2a_wrapper.state.task_store import WriteBehindTaskStore
 
 log = logging.getLogger(__name__)
@@ -59,6 +65,7 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
     policy = build_policy(settings)  # bad rules stop the start before anything is spawned
     settings.state_dir.mkdir(parents=True, exist_ok=True)
     async with AsyncExitStack() as stack:
+        grpc_server = await stack.enter_async_context(grpc_port(settings))  # taken first: a clash stops the start now
         engine = open_database(settings.state_dir / "state.db")
         stack.push_async_callback(engine.dispose)
         audit = AuditLog(engine)
@@ -89,10 +96,18 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         gate = PermissionGate(policy, context_rules, audit, metrics.decided, settings.card.name)
         turns = Turns(backend, sessions, gate, locks, settings.timeouts.turn)
         metrics.watch(backend, sessions, turns.waiting)
-        card = build_card(settings)
-        handler = request_handler(card, TurnExecutor(turns, settings.guard, metrics), task_store)
+        card = build_card(with_grpc_port(settings, grpc_server))  # gRPC port 0: the free one bound
+        push = await stack.enter_async_context(push_service(settings.push, engine))  # stops after the handler
+        ledger = MessageLedger(engine)
+        await ledger.initialize()
+        executor = TurnExecutor(turns, settings.guard, metrics)
+        limits = MessageLimits.from_settings(settings.server)
+        listed = await stack.enter_async_context(listing_off_the_loop(task_store, settings.state_dir / "state.db"))
+        handler = request_handler(card, executor, listed, push, ledger, limits)
         stack.push_async_callback(handler.aclose)  # after the turns: a turn's last words go through it
         stack.push_async_callback(turns.shutdown)
+        if grpc_server is not None:  # stops first: no new call, the turns end, the streams close with their last event
+            await stack.enter_async_context(grpc_server.serving(handler, turns.shutdown))
         app = build_app(
             card,
             handler,
@@ -101,6 +116,8 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
             auth=settings.auth,
             metrics=metrics,
             runtime=describe_runtime(settings, sandbox),
+            body_timeout=settings.server.body_timeout,
+            limits=limits,
         )
         yield RunningAgent(settings, app, backend, sessions, turns.shutdown)
 
@@ -176,14 +193,7 @@ async def serve(settings: AgentSettings) -> None:
             loop.add_signal_handler(sig, on_signal)
         try:
             async with running_agent(settings) as agent:
-                config = uvicorn.Config(
-                    agent.app,
-                    host=settings.server.host,
-                    port=settings.server.port,
-                    log_config=None,
-                    timeout_graceful_shutdown=10,
-                    lifespan="off",
-                )
+                config = uvicorn_config(agent.app, settings.server, timeout_graceful_shutdown=10)
                 server = _Server(config, agent.end_turns)
                 log.info("agent %r serving; card at %s", settings.card.name, agent.card_url)
                 await server.serve(sockets=[listener])

@@ -1,6 +1,5 @@
 """Fixtures: the real offline model, real OpenCode agents served by uvicorn on free loopback ports."""
 
-import asyncio
 import gc
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
@@ -10,7 +9,6 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from a2a_wrapper.agent import RunningAgent, running_agent
 from a2a_wrapper.backends.install import find_binary
@@ -18,6 +16,7 @@ from a2a_wrapper.backends.opencode.launch import free_port
 from a2a_wrapper.config.backends import ModelProvider, OpenCodeSettings
 from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSettings
 from a2a_wrapper.offline_model import MODEL_ID, SMALL_MODEL_ID, OfflineModel
+from tests.helpers.served_app import served_app
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
@@ -95,18 +94,8 @@ def make_settings(tmp_path: Path, offline_model: OfflineModel, opencode_binary: 
 @asynccontextmanager
 async def serving(settings: AgentSettings, model: OfflineModel) -> AsyncIterator[ServedAgent]:
     """The agent on a real uvicorn port, stopped on exit."""
-    async with running_agent(settings) as agent:
-        config = uvicorn.Config(agent.app, host="127.0.0.1", port=settings.server.port, log_config=None, lifespan="off")
-        server = uvicorn.Server(config)
-        task = asyncio.create_task(server.serve())
-        async with asyncio.timeout(10):
-            while not server.started:  # noqa: ASYNC110 (uvicorn offers no started event)
-                await asyncio.sleep(0.02)
-        try:
-            yield ServedAgent(settings.advertised_url, agent, model)
-        finally:
-            server.should_exit = True
-            await task
+    async with running_agent(settings) as agent, served_app(agent.app, settings.server):
+        yield ServedAgent(settings.advertised_url, agent, model)
 
 
 @pytest.fixture

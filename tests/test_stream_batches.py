@@ -7,7 +7,10 @@ would send, one artifact chunk per batch of text.
 import asyncio
 import itertools
 
+import pytest
+
 from a2a_wrapper.backends.base import Batch
+from a2a_wrapper.backends.kit import stream as stream_module
 from a2a_wrapper.backends.kit.stream import TEXT_PACE, as_is, batches
 from a2a_wrapper.events import Done, StreamEvent, Text, ToolCall
 
@@ -63,7 +66,8 @@ async def test_text_after_other_events_is_not_held() -> None:
         assert await anext(stream) == (Done(outcome="completed"),)
 
 
-async def test_a_burst_already_waiting_is_one_batch_and_ends_at_done() -> None:
+async def test_a_burst_already_waiting_is_one_batch_and_ends_at_done(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stream_module, "BURST_SLICE", 1.0)  # a loaded machine must not split the burst by time
     queue: asyncio.Queue[StreamEvent] = asyncio.Queue()
     for event in (Text(delta="a"), Text(delta="b"), TOOL, Text(delta="c"), Done(outcome="completed"), Text(delta="x")):
         queue.put_nowait(event)

@@ -4,6 +4,7 @@ Precedence, low to high: defaults, the config file, `A2A_WRAP_*` environment var
 (nested with `__`, e.g. `A2A_WRAP_SERVER__PORT`), then CLI flags.
 """
 
+import ipaddress
 import os
 import re
 from pathlib import Path
@@ -17,6 +18,7 @@ from a2a_wrapper.config.backends import Backend, OpenCodeSettings
 from a2a_wrapper.config.runtimes import Runtime, SandboxRuntime
 from a2a_wrapper.guard.settings import GuardSettings
 from a2a_wrapper.sections import Section
+from a2a_wrapper.shield.hosts import BadUrl, check_host_pattern
 from a2a_wrapper.shield.rules import ShieldConfig
 
 ENV_PREFIX = "A2A_WRAP_"  # nested keys joined by "__": A2A_WRAP_SERVER__PORT
@@ -104,6 +106,21 @@ class PushSettings(Section):
     )
     timeout: float = Field(10.0, gt=0, description="Seconds one delivery may take.")
     attempts: int = Field(5, ge=1, le=20, description="Deliveries tried per event, with backoff between them.")
+
+    @field_validator("allow_hosts")
+    @classmethod
+    def _hosts_or_networks(cls, entries: list[str]) -> list[str]:
+        return [allowed_webhook_host(entry) for entry in entries]
+
+
+def allowed_webhook_host(entry: str) -> str:
+    """One push.allow_hosts entry, normalised: a network in CIDR form, or a host as the shield spells hosts."""
+    try:
+        if re.fullmatch(r"[0-9a-fA-F:.]+/[0-9]+", entry):
+            return str(ipaddress.ip_network(entry, strict=False))
+        return check_host_pattern(entry)
+    except (ValueError, BadUrl) as exc:
+        raise ValueError(f"{entry!r} is neither a host nor a network in CIDR form (such as 10.0.0.0/8): {exc}") from exc
 
 
 class SessionSettings(Section):

@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 import httpx
 import uvicorn
 
+from a2a_wrapper.config.settings import ServerSettings
 from a2a_wrapper.fleet.fleet_file import RegistrySettings
 from a2a_wrapper.fleet.ownership import StateLocks
 from a2a_wrapper.fleet.registry import Listed, build_registry_app
@@ -25,6 +26,7 @@ from a2a_wrapper.fleet.reload import watch_fleet
 from a2a_wrapper.fleet.remote import RemoteAgent
 from a2a_wrapper.fleet.spec import AgentSpec, Fleet, RemoteSpec
 from a2a_wrapper.fleet.supervisor import OnRunning, SupervisedAgent, Supervisor
+from a2a_wrapper.frontend.server_config import uvicorn_config
 from a2a_wrapper.ports import bind_port
 
 log = logging.getLogger(__name__)
@@ -81,7 +83,8 @@ async def _registry(
 ) -> AsyncIterator[None]:
     """The registry app served and every agent's health polled, both stopped on exit."""
     sock = _bind(settings)
-    config = uvicorn.Config(build_registry_app(listing), log_config=None, lifespan="off", timeout_graceful_shutdown=5)
+    limits = ServerSettings(host=settings.host, port=settings.port)  # an agent's default limits
+    config = uvicorn_config(build_registry_app(listing), limits, timeout_graceful_shutdown=5)
     server = _RegistryServer(config)
     serving = asyncio.create_task(server.serve(sockets=[sock]), name="registry")
     polling = asyncio.create_task(_poll_health(listing, http, settings.health_interval), name="health")
