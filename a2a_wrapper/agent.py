@@ -97,7 +97,8 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         turns = Turns(backend, sessions, gate, locks, settings.timeouts.turn)
         metrics.watch(backend, sessions, turns.waiting)
         card = build_card(with_grpc_port(settings, grpc_server))  # gRPC port 0: the free one bound
-        push = await stack.enter_async_context(push_service(settings.push, engine))  # stops after the handler
+        # Stops after the handler; pushes at once the ends the last run owed (recovery has failed its lost turns).
+        push = await stack.enter_async_context(push_service(settings.push, engine, task_store))
         ledger = MessageLedger(engine)
         await ledger.initialize()
         executor = TurnExecutor(turns, settings.guard, metrics)

@@ -1,7 +1,8 @@
 """Push notifications on the wire: webhooks registered on both bindings (1.0 and 0.3) reach a real receiver on
 127.0.0.1 (allowed by push.allow_hosts) when a person is needed and at the end, with the config's token and
 authentication; retried, never delaying the turn; refused where they would reach private addresses; kept with
-the task across a restart and scoped to the caller that registered them."""
+the task across a restart (whose recovery pushes the end the lost turn owed) and scoped to the caller that
+registered them."""
 
 import asyncio
 import time
@@ -20,6 +21,7 @@ from starlette.routing import Route
 from a2a_wrapper.backends.opencode.launch import free_port
 from a2a_wrapper.offline_model import OfflineModel
 from a2a_wrapper.shield import ShieldConfig
+from a2a_wrapper.state.recovery import INTERRUPTED
 from tests.conftest import SettingsFactory, serving
 from tests.helpers.a2a_wire import V1, approval_of, rpc, stream, user_message
 from tests.helpers.auth import AUTH, CI_KEY, KEYS, ORCHESTRATOR_KEY, bearer
@@ -111,10 +113,10 @@ async def configs_of(http: httpx.AsyncClient, served: Any, task_id: str, **heade
     return dict((await http.post(served.jsonrpc, json=body, headers={**V1, **headers})).json())
 
 
-async def until_no_configs(http: httpx.AsyncClient, served: Any, task_id: str) -> None:
+async def until_no_configs(http: httpx.AsyncClient, served: Any, task_id: str, **headers: str) -> None:
     async with asyncio.timeout(10):
-        while (await configs_of(http, served, task_id))["result"].get("configs"):  # noqa: ASYNC110 (no event tells)
-            await asyncio.sleep(0.05)
+        while (await configs_of(http, served, task_id, **headers))["result"].get("configs"):  # noqa: ASYNC110
+            await asyncio.sleep(0.05)  # no event tells when the configs are dropped
 
 
 async def test_a_person_needed_and_the_end_are_pushed_with_the_configs_credentials(
@@ -216,7 +218,7 @@ def keys(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(name, value)
 
 
-async def test_configs_belong_to_their_caller_and_outlive_a_restart(
+async def test_configs_belong_to_their_caller_and_outlive_a_restart_which_pushes_the_lost_turns_end(
     make_settings: SettingsFactory,
     offline_model: OfflineModel,
     http: httpx.AsyncClient,
@@ -242,9 +244,16 @@ async def test_configs_belong_to_their_caller_and_outlive_a_restart(
         )
         assert deleted.json()["error"]["code"] == -32001
 
-    async with serving(settings, offline_model) as served:
-        kept = (await configs_of(http, served, task_id, **orchestrator))["result"]["configs"]
-        assert [(c["url"], c["token"]) for c in kept] == [(receiver.url("mine"), "tok-mine")]
+    async with serving(settings, offline_model) as served:  # the task waited for a person: its turn is lost
+        ended = await receiver.wait_for("mine", "TASK_STATE_FAILED")
+        assert ended.headers["x-a2a-notification-token"] == "tok-mine", "the config, token included, was kept"
+        assert ended.body["statusUpdate"]["taskId"] == task_id
+        assert ended.body["statusUpdate"]["status"]["message"]["parts"] == [{"text": INTERRUPTED}]
+        await until_no_configs(http, served, task_id, **orchestrator)
+        got = (await http.post(served.jsonrpc, json=_get(task_id), headers={**V1, **orchestrator})).json()
+        assert got["result"]["status"]["state"] == "TASK_STATE_FAILED"
+    states = [d.state for d in receiver.at("mine")]
+    assert states == ["TASK_STATE_WORKING", "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_FAILED"]
 
     async with serving(make_settings(auto_approve=True, push={"enabled": False}), offline_model) as served:
         card = (await http.get(served.url + "/.well-known/agent-card.json")).json()
@@ -252,6 +261,10 @@ async def test_configs_belong_to_their_caller_and_outlive_a_restart(
         task = (await stream(http, served.jsonrpc, {"message": user_message("hi")}))[0]["task"]
         answer = await rpc(http, served.jsonrpc, "ListTaskPushNotificationConfigs", {"taskId": task["id"]})
         assert answer["error"]["code"] == -32003
+
+
+def _get(task_id: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": 3, "method": "GetTask", "params": {"id": task_id}}
 
 
 async def rpc03(http: httpx.AsyncClient, url: str, method: str, params: dict[str, Any]) -> dict[str, Any]:

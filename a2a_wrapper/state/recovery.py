@@ -39,12 +39,17 @@ class _Owner(User):
         return self._name
 
 
+def as_owner(owner: str) -> ServerCallContext:
+    """A call context that reaches the tasks of `owner` (a stored task's `owner`, "" without auth)."""
+    return ServerCallContext(user=_Owner(owner))
+
+
 async def fail_interrupted_tasks(engine: AsyncEngine, store: TaskStore) -> int:
     failed = 0
     for stored in await stored_tasks(engine):
         if stored.state not in _UNFINISHED:
             continue
-        context = ServerCallContext(user=_Owner(stored.owner))
+        context = as_owner(stored.owner)
         task = await store.get(stored.id, context)
         if task is None:
             continue

@@ -1,9 +1,11 @@
 """Every query this project makes against a2a-sdk's own tables, in one place.
 
-The SDK's database task store (a2a-sdk 1.3.0, `a2a.server.tasks.DatabaseTaskStore`) owns the `tasks` table; its
-columns are not a public API. What is read here — `id`, `context_id`, `owner` (the caller that created the
-task), `status` (JSON with a `state`) and SQLite's `rowid` order — was checked against 1.3.0; a new SDK version
-must be checked against these queries before the pin moves.
+The SDK's database stores (a2a-sdk 1.3.0, `a2a.server.tasks.DatabaseTaskStore` and
+`DatabasePushNotificationConfigStore`) own the `tasks` and `push_notification_configs` tables; their columns are
+not a public API. What is read here — `id`, `context_id`, `owner` (the caller that created the task), `status`
+(JSON with a `state`), SQLite's `rowid` order and a config's `task_id` — was checked against 1.3.0; a new SDK
+version must be checked against these queries before the pin moves. Queries the SDK makes itself, through its
+stores' own methods (ListTasks in state/task_listing.py, the configs in push/store.py), are its own.
 """
 
 import json
@@ -14,6 +16,8 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 TASKS = "tasks"
+PUSH_CONFIGS = "push_notification_configs"
+_STORED = f"SELECT id, owner, status FROM {TASKS}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,9 +33,12 @@ async def task_ids(engine: AsyncEngine) -> set[str]:
 
 
 async def stored_tasks(engine: AsyncEngine) -> Sequence[StoredTask]:
-    async with engine.connect() as db:
-        rows = (await db.execute(text(f"SELECT id, owner, status FROM {TASKS}"))).all()
-    return [StoredTask(str(task_id), owner or "", _state(status)) for task_id, owner, status in rows]
+    return await _stored(engine, _STORED)
+
+
+async def tasks_with_push_configs(engine: AsyncEngine) -> Sequence[StoredTask]:
+    """The tasks that have a webhook registered, whoever registered it."""
+    return await _stored(engine, f"{_STORED} WHERE id IN (SELECT task_id FROM {PUSH_CONFIGS})")
 
 
 def first_owner_of_context(context_column: str) -> str:
@@ -40,6 +47,12 @@ def first_owner_of_context(context_column: str) -> str:
         f"COALESCE((SELECT owner FROM {TASKS} WHERE {TASKS}.context_id = {context_column}"
         " ORDER BY rowid LIMIT 1), '')"
     )
+
+
+async def _stored(engine: AsyncEngine, query: str) -> Sequence[StoredTask]:
+    async with engine.connect() as db:
+        rows = (await db.execute(text(query))).all()
+    return [StoredTask(str(task_id), owner or "", _state(status)) for task_id, owner, status in rows]
 
 
 def _state(status: object) -> str | None:
