@@ -267,6 +267,30 @@ def _get(task_id: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": 3, "method": "GetTask", "params": {"id": task_id}}
 
 
+async def test_with_push_off_a_message_that_registers_a_webhook_is_refused_and_runs_nothing(
+    make_settings: SettingsFactory, offline_model: OfflineModel, http: httpx.AsyncClient
+) -> None:
+    hook = "http://127.0.0.1:9/hook"
+    async with serving(make_settings(auto_approve=True, push={"enabled": False}), offline_model) as served:
+        for method in ("SendMessage", "SendStreamingMessage"):
+            sent = await rpc(http, served.jsonrpc, method, with_webhook({"message": user_message("hi")}, hook, "t"))
+            assert sent["error"]["code"] == -32003, (method, sent)
+            assert "push.enabled: false" in sent["error"]["message"], sent
+        rest = await http.post(
+            f"{served.rest}/message:send", json=with_webhook({"message": user_message("hi")}, hook, "t"), headers=V1
+        )
+        assert rest.status_code == 400, rest.text
+        assert rest.json()["error"]["details"][0]["reason"] == "PUSH_NOTIFICATION_NOT_SUPPORTED", rest.text
+        message03 = {"kind": "message", "messageId": "m03", "role": "user", "parts": [{"kind": "text", "text": "hi"}]}
+        params03 = {"message": message03, "configuration": {"pushNotificationConfig": {"url": hook}}}
+        assert (await rpc03(http, served.jsonrpc, "message/send", params03))["error"]["code"] == -32003
+
+        listed = await rpc(http, served.jsonrpc, "ListTasks", {})
+        assert listed["result"].get("tasks", []) == [], "nothing ran"
+        plain = await rpc(http, served.jsonrpc, "SendMessage", {"message": user_message("hi")})
+        assert plain["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", "without a webhook it runs"
+
+
 async def rpc03(http: httpx.AsyncClient, url: str, method: str, params: dict[str, Any]) -> dict[str, Any]:
     body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
     return dict((await http.post(url, json=body)).json())  # 0.3: no A2A-Version header

@@ -113,7 +113,8 @@ def request_handler(
 ) -> MessageHandler:
     """a2a-sdk's handler of the A2A methods (as sdk_handler.py shapes them), its message methods bounded by `limits`
     and run once per messageId (message_handler.py); its `aclose` ends the tasks it keeps (after the turns have
-    ended). Without `push`, the push config methods answer PushNotificationNotSupported."""
+    ended). Without `push`, the push config methods and a message that registers a webhook answer
+    PushNotificationNotSupported."""
     attempts = Attempts()
     sdk = DefaultRequestHandler(
         agent_executor=executor,
@@ -125,4 +126,4 @@ def request_handler(
         push_url_validator=push.policy.validate if push else None,
     )
     limits = limits or MessageLimits.from_settings(ServerSettings())
-    return MessageHandler(BoundedPages(SdkHandler(sdk)), attempts, ledger, limits)
+    return MessageHandler(BoundedPages(SdkHandler(sdk)), attempts, ledger, limits, pushes=push is not None)

@@ -3,6 +3,9 @@
 Every binding (JSON-RPC, REST, gRPC; 1.0 and 0.3) calls this one object, so each gets the same behaviour:
 
 - a message past the limits (frontend/message_limits.py) is refused before anything runs or is stored;
+- so is a message that registers a webhook inline (`configuration.taskPushNotificationConfig`) while push is off:
+  the SDK would run it and drop the webhook unsaid; here it gets PushNotificationNotSupported (JSON-RPC -32003,
+  REST 400), as the push config methods do;
 - a message whose messageId the same caller already sent in the same context (state/message_ledger.py) is
   answered with the task it created (frontend/retries.py): the turn and its tool calls do not run again. A retry
   that races its first attempt waits until that attempt's task holds the message (frontend/attempts.py), so no
@@ -19,7 +22,7 @@ from a2a.server.context import ServerCallContext
 from a2a.server.events import Event
 from a2a.server.request_handlers import RequestHandler
 from a2a.types import Message, SendMessageRequest, Task
-from a2a.utils.errors import TaskNotFoundError
+from a2a.utils.errors import PushNotificationNotSupportedError, TaskNotFoundError
 
 from a2a_wrapper.frontend.attempts import CLAIMED_TASK, Attempt, Attempts
 from a2a_wrapper.frontend.delegating_handler import DelegatingHandler
@@ -35,18 +38,25 @@ def caller_of(context: ServerCallContext) -> str:
 
 class MessageHandler(DelegatingHandler):
     def __init__(
-        self, sdk: RequestHandler, attempts: Attempts, ledger: MessageLedger | None, limits: MessageLimits
+        self,
+        sdk: RequestHandler,
+        attempts: Attempts,
+        ledger: MessageLedger | None,
+        limits: MessageLimits,
+        pushes: bool = True,
     ) -> None:
         """`sdk` (a2a-sdk's handler, or one wrapping it) must write its tasks through `attempts.watching(…)` and
         build its request contexts with `ClaimedTaskIds` (see `frontend.app.request_handler`). Without a
-        ledger (a test of turns alone) a message sent again runs again."""
+        ledger (a test of turns alone) a message sent again runs again. `pushes` is whether the SDK handler
+        keeps webhooks (push is on)."""
         super().__init__(sdk)
         self._attempts = attempts
         self._ledger = ledger
         self._limits = limits
+        self._pushes = pushes
 
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task | Message:
-        self._limits.check(params.message)
+        self._check(params)
         admission = await self._admit(params, context)
         if isinstance(admission, Task):
             return await repeated_send(self._inner, admission, params, context)
@@ -56,7 +66,7 @@ class MessageHandler(DelegatingHandler):
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event]:
-        self._limits.check(params.message)
+        self._check(params)
         admission = await self._admit(params, context)
         events = (
             repeated_stream(self._inner, admission, params, context)
@@ -66,6 +76,14 @@ class MessageHandler(DelegatingHandler):
         async with self._first(admission, context), aclosing(events) as stream:  # type: ignore[type-var]
             async for event in stream:
                 yield event
+
+    def _check(self, params: SendMessageRequest) -> None:
+        self._limits.check(params.message)
+        if not self._pushes and params.configuration.HasField("task_push_notification_config"):
+            raise PushNotificationNotSupportedError(
+                message="Push notifications are off on this agent (push.enabled: false): send the message without "
+                "configuration.taskPushNotificationConfig. Nothing was run."
+            )
 
     async def _admit(self, params: SendMessageRequest, context: ServerCallContext) -> Task | Attempt | None:
         """The task an earlier attempt of this message created, or this first attempt (its claim recorded), or
