@@ -84,6 +84,9 @@ class PushDelivery(PushNotificationSender):
         state = _state(event)
         if self._client is None or state is None or self._pushed.get(task_id) == state:
             return
+        if not self._configs.registered(task_id):  # no webhook for this task (nearly every task): nothing owed
+            self._pushed.pop(task_id, None)
+            return
         if state == TaskState.TASK_STATE_SUBMITTED:  # the caller's own request just returned it
             self._pushed[task_id] = state
             return

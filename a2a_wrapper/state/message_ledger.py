@@ -27,6 +27,14 @@ CREATE TABLE IF NOT EXISTS message_ledger (
     PRIMARY KEY (caller, context_id, message_id)
 )"""
 
+# One statement per new message: the key is taken unless a fresh entry holds it; only then is a row returned.
+_CLAIM = text(
+    "INSERT INTO message_ledger VALUES (:a, :c, :m, :t, :now)"
+    " ON CONFLICT (caller, context_id, message_id) DO UPDATE SET task_id = excluded.task_id,"
+    " accepted = excluded.accepted WHERE message_ledger.accepted < :now - :keep RETURNING task_id"
+)
+_CLAIMED = text("SELECT task_id FROM message_ledger WHERE caller = :a AND context_id = :c AND message_id = :m")
+
 
 @dataclass(frozen=True, slots=True)
 class MessageKey:
@@ -52,22 +60,10 @@ class MessageLedger:
             await self._prune()
         values = {"a": key.caller, "c": key.context_id, "m": key.message_id, "t": task_id, "now": now}
         async with writing(self._engine) as db:
-            row = (
-                await db.execute(
-                    text(
-                        "SELECT task_id FROM message_ledger WHERE caller = :a AND context_id = :c"
-                        " AND message_id = :m AND accepted >= :now - :keep"
-                    ),
-                    {**values, "keep": RETENTION},
-                )
-            ).first()
-            if row is not None:
-                return str(row[0])
-            await db.execute(
-                text("INSERT OR REPLACE INTO message_ledger VALUES (:a, :c, :m, :t, :now)"),
-                values,
-            )
-        return None
+            if (await db.execute(_CLAIM, {**values, "keep": RETENTION})).first() is not None:
+                return None
+            row = (await db.execute(_CLAIMED, values)).first()  # a retry: the row the first attempt made
+        return str(row[0]) if row is not None else None
 
     async def forget(self, key: MessageKey, task_id: str) -> None:
         """Drops the key's entry if it still names `task_id` (its attempt made no task, or the task is gone)."""

@@ -21,14 +21,15 @@ from functools import partial
 
 from a2a.server.context import ServerCallContext
 from a2a.server.owner_resolver import OwnerResolver, resolve_user_scope
-from a2a.server.tasks import TaskStore
+from a2a.server.tasks import DatabaseTaskStore, TaskStore
 from a2a.types import ListTasksRequest, ListTasksResponse, Part, Task
 from google.protobuf.json_format import MessageToDict, ParseDict
 from google.protobuf.struct_pb2 import Struct, Value
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from a2a_wrapper.guard import redact_value
-from a2a_wrapper.state.database import written
+from a2a_wrapper.state.database import writing, written
+from a2a_wrapper.state.task_rows import upsert_tasks
 from a2a_wrapper.state.whole_answers import whole_answers
 
 log = logging.getLogger(__name__)
@@ -81,7 +82,7 @@ def _redact_json(message: Struct | Value) -> None:
 class WriteBehindTaskStore(TaskStore):
     def __init__(
         self,
-        store: TaskStore,
+        store: DatabaseTaskStore,
         engine: AsyncEngine,
         known_ids: set[str],
         owner_resolver: OwnerResolver = resolve_user_scope,
@@ -140,15 +141,17 @@ class WriteBehindTaskStore(TaskStore):
 
     async def _write_all(self, retry: bool) -> None:
         while self._unwritten:
-            task_id, pending = next(iter(self._unwritten.items()))
+            batch = list(self._unwritten.values())
             try:
-                kept = redacted(whole_answers(pending.task))
-                await written(self._engine, partial(self._store.save, kept, pending.context))
+                kept = [(redacted(whole_answers(p.task)), self._store.owner_resolver(p.context)) for p in batch]
+                async with writing(self._engine) as db:
+                    await upsert_tasks(db, self._store, kept)
             except Exception:  # a failed write must not stop the writer
-                log.exception("could not persist task %s", task_id)
+                log.exception("could not persist %d task(s)", len(batch))
                 if retry:
-                    await asyncio.sleep(1)  # the version stays in memory and is tried again
+                    await asyncio.sleep(1)  # the versions stay in memory and are tried again
                     continue
-            if self._unwritten.get(task_id) is pending:
-                del self._unwritten[task_id]
+            for pending in batch:
+                if self._unwritten.get(pending.task.id) is pending:
+                    del self._unwritten[pending.task.id]
         self._written.set()

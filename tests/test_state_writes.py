@@ -1,0 +1,139 @@
+"""The writes a turn makes, each one statement: the task writer's upsert, the ledger's claim, no push-config read
+for a task without webhooks. Against a real SQLite file, counting the statements SQLite is handed."""
+
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from a2a.server.context import ServerCallContext
+from a2a.server.tasks import DatabaseTaskStore
+from a2a.types import Artifact, Message, Part, Task, TaskPushNotificationConfig, TaskState, TaskStatus
+from sqlalchemy import event, text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from a2a_wrapper.push.store import PushConfigs
+from a2a_wrapper.state.database import open_database, writing
+from a2a_wrapper.state.message_ledger import RETENTION, MessageKey, MessageLedger
+from a2a_wrapper.state.task_rows import upsert_tasks
+from a2a_wrapper.state.task_store import WriteBehindTaskStore
+
+CALLER = ServerCallContext()
+
+
+@pytest.fixture
+async def engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
+    engine = open_database(tmp_path / "state.db")
+    yield engine
+    await engine.dispose()
+
+
+@contextmanager
+def statements(engine: AsyncEngine) -> Iterator[list[str]]:
+    seen: list[str] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        seen.append(statement.split()[0])
+
+    event.listen(engine.sync_engine, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        event.remove(engine.sync_engine, "before_cursor_execute", record)
+
+
+def a_task(task_id: str, state: TaskState = TaskState.TASK_STATE_WORKING) -> Task:
+    task = Task(
+        id=task_id,
+        context_id="ctx",
+        status=TaskStatus(state=state),
+        artifacts=[Artifact(artifact_id="response", parts=[Part(text="an answer")])],
+        history=[Message(message_id="m-1", parts=[Part(text="a question")])],
+    )
+    task.status.timestamp.GetCurrentTime()
+    task.metadata.update({"usage": {"inputTokens": 3}})
+    return task
+
+
+async def rows(engine: AsyncEngine) -> list[tuple[Any, ...]]:
+    async with engine.connect() as db:
+        return [tuple(row) for row in await db.execute(text("SELECT * FROM tasks ORDER BY id"))]
+
+
+async def test_the_upsert_writes_the_row_the_sdks_save_writes_and_updates_it(engine: AsyncEngine) -> None:
+    store = DatabaseTaskStore(engine)
+    await store.initialize()
+    task = a_task("by-sdk")
+    await store.save(task, CALLER)
+    task.id = "ours"
+    async with writing(engine) as db:
+        await upsert_tasks(db, store, [(task, "")])
+    by_sdk, ours = await rows(engine)
+    assert ours[1:] == by_sdk[1:]  # the same columns, the same bytes
+    ended = a_task("ours", TaskState.TASK_STATE_COMPLETED)
+    async with writing(engine) as db:
+        await upsert_tasks(db, store, [(ended, "")])
+    assert await store.get("ours", CALLER) == ended
+    assert len(await rows(engine)) == 2
+
+
+async def test_the_writer_persists_every_task_it_holds_in_one_statement(engine: AsyncEngine) -> None:
+    database = DatabaseTaskStore(engine)
+    await database.initialize()
+    store = WriteBehindTaskStore(database, engine, set())
+    tasks = [a_task(f"task-{index}") for index in range(5)]
+    for task in tasks:
+        await store.save(task, CALLER)
+    with statements(engine) as seen:
+        await store.close()
+    assert seen == ["INSERT"]
+    assert [await database.get(task.id, CALLER) for task in tasks] == tasks
+
+
+async def test_a_claim_is_one_statement_and_a_retry_gets_the_first_task(engine: AsyncEngine) -> None:
+    ledger = MessageLedger(engine)
+    await ledger.initialize()
+    key = MessageKey("caller", "ctx", "m-1")
+    with statements(engine) as seen:
+        assert await ledger.claim(key, "task-1") is None
+    assert seen == ["INSERT"]
+    assert await ledger.claim(key, "task-2") == "task-1"
+    assert await ledger.claim(MessageKey("caller", "ctx", "m-2"), "task-3") is None
+    await ledger.forget(key, "task-1")
+    assert await ledger.claim(key, "task-4") is None
+    assert await ledger.claim(key, "task-5") == "task-4"
+
+
+async def test_an_expired_entry_is_taken_over_by_the_next_claim(engine: AsyncEngine) -> None:
+    ledger = MessageLedger(engine)
+    await ledger.initialize()
+    key = MessageKey("", "", "m-1")
+    assert await ledger.claim(key, "old") is None
+    async with writing(engine) as db:
+        await db.execute(text("UPDATE message_ledger SET accepted = accepted - :age"), {"age": RETENTION + 60})
+    assert await ledger.claim(key, "new") is None
+    assert await ledger.claim(key, "again") == "new"
+
+
+def a_webhook(config_id: str) -> TaskPushNotificationConfig:
+    return TaskPushNotificationConfig(id=config_id, url="https://hooks.example/a2a")
+
+
+async def test_push_configs_know_without_a_query_which_tasks_have_webhooks(engine: AsyncEngine) -> None:
+    configs = PushConfigs(engine)
+    await configs.initialize()
+    with statements(engine) as seen:
+        assert await configs.get_info_for_dispatch("task-1") == []
+    assert seen == []
+    await configs.set_info("task-1", a_webhook("one"), CALLER)
+    await configs.set_info("task-1", a_webhook("two"), CALLER)
+    assert [config.id for config in await configs.get_info_for_dispatch("task-1")] == ["one", "two"]
+    await configs.delete_info("task-1", CALLER, "one")
+    assert configs.registered("task-1")
+    restarted = PushConfigs(engine)
+    await restarted.initialize()
+    assert restarted.registered("task-1") and not restarted.registered("task-2")
+    await restarted.forget("task-1", ["two"])
+    assert not restarted.registered("task-1")
+    assert await restarted.get_info_for_dispatch("task-1") == []
