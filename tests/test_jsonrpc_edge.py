@@ -5,9 +5,10 @@ from typing import Any
 
 import httpx
 import pytest
+from a2a.compat.v0_3.jsonrpc_adapter import JSONRPC03Adapter
 from starlette.types import Receive, Scope, Send
 
-from a2a_wrapper.frontend.jsonrpc_edge import MAX_DEPTH, JsonRpcEdge
+from a2a_wrapper.frontend.jsonrpc_edge import MAX_DEPTH, METHODS_0_3, METHODS_1_0, JsonRpcEdge
 from tests.conftest import ServedAgent
 from tests.helpers.a2a_wire import V1
 
@@ -98,6 +99,37 @@ async def test_a_1_0_method_without_the_version_header_is_told_to_send_it() -> N
     assert inner.bodies == []
 
 
+@pytest.mark.parametrize(
+    ("method", "version", "method_1_0"),
+    [
+        ("tasks/get", "1.0", "GetTask"),
+        ("message/send", "1.0", "SendMessage"),
+        ("message/stream", "1", "SendStreamingMessage"),
+        ("tasks/pushNotificationConfig/set", "2.0", "CreateTaskPushNotificationConfig"),
+    ],
+)
+async def test_a_0_3_method_sent_as_1_0_is_told_the_1_0_method(method: str, version: str, method_1_0: str) -> None:
+    response, inner = await post(request(id=5, method=method), {"A2A-Version": version})
+    answer = response.json()
+    assert answer["id"] == 5 and answer["error"]["code"] == -32009
+    message = answer["error"]["message"]
+    assert f"{method} is an A2A 0.3 method" in message and f"`A2A-Version: {version}`" in message
+    assert f"call {method_1_0} (A2A 1.0)" in message and "without the header" in message
+    assert inner.bodies == []
+
+
+@pytest.mark.parametrize("version", ["0.3", "0.2"])
+async def test_a_0_3_method_sent_as_0_x_passes(version: str) -> None:
+    body = request(id=6, method="tasks/get")
+    response, inner = await post(body, {"A2A-Version": version})
+    assert inner.bodies == [body] and response.json()["result"] == {}
+
+
+def test_every_0_3_method_of_a2a_sdk_names_a_1_0_method() -> None:
+    assert set(METHODS_0_3) == set(JSONRPC03Adapter.METHOD_TO_MODEL)
+    assert set(METHODS_0_3.values()) <= METHODS_1_0
+
+
 @pytest.mark.slow
 async def test_the_agent_answers_bad_bodies_with_json_rpc_codes(agent: ServedAgent, http: httpx.AsyncClient) -> None:
     bad_utf8 = await http.post(agent.jsonrpc, content=b'{"id":1,"\xff":1}', headers=V1)
@@ -111,3 +143,5 @@ async def test_the_agent_answers_bad_bodies_with_json_rpc_codes(agent: ServedAge
     get_03 = {"jsonrpc": "2.0", "id": 4, "method": "tasks/get", "params": {"id": "x"}}
     old_client = await http.post(agent.jsonrpc, json=get_03)
     assert old_client.json()["error"]["code"] != -32009, "0.3 methods without the header are 0.3, as before"
+    as_1_0 = (await http.post(agent.jsonrpc, json=get_03, headers=V1)).json()
+    assert as_1_0["error"]["code"] == -32009 and "call GetTask (A2A 1.0)" in as_1_0["error"]["message"], as_1_0

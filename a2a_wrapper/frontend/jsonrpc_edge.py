@@ -1,14 +1,17 @@
 """The JSON-RPC body checked before a2a-sdk parses it, so that what cannot be a request gets JSON-RPC's own codes.
 
 a2a-sdk answers a body that is not UTF-8, or nests past Python's recursion limit, with -32603 and Python's own
-message; takes an id of any size; answers notifications; and reads a 1.0 method sent without `A2A-Version` as
-0.3, answering "version '0.3' is not supported". Here, in order:
+message; takes an id of any size; answers notifications; reads a 1.0 method sent without `A2A-Version` as 0.3,
+answering "version '0.3' is not supported"; and answers a 0.3 method sent with `A2A-Version: 1.0` with -32603, an
+internal error (its 0.3 adapter has no code for the version error). Here, in order:
 
 - not UTF-8: -32700 (Parse error);
 - arrays and objects nested deeper than MAX_DEPTH (or than the parser takes): -32600;
 - an id that is neither a string, null nor an integer within ±(2^53 - 1) (what JSON numbers hold exactly): -32600;
 - a notification (no id): run as sent, answered with 204 and no body, as JSON-RPC 2.0 says;
-- a 1.0 method (`SendMessage`, …) without `A2A-Version: 1.0`: -32009 with a sentence saying to send the header.
+- a 1.0 method (`SendMessage`, …) without `A2A-Version: 1.0`: -32009 with a sentence saying to send the header;
+- a 0.3 method (`message/send`, …) with an `A2A-Version` other than 0.x: -32009 with a sentence naming the 1.0
+  method to call instead (or saying to drop the header).
 
 Anything else, valid JSON or not, goes to the SDK as it came.
 """
@@ -30,6 +33,23 @@ NEEDS_VERSION = (
     "{method} is an A2A 1.0 method: send the header `A2A-Version: 1.0` with it (a request without the header is "
     "read as A2A 0.3, whose methods are message/send, message/stream, tasks/get, tasks/cancel, ...)"
 )
+# Each 0.3 method (a2a-sdk's 0.3 adapter serves these) and the 1.0 method that does its work.
+METHODS_0_3 = {
+    "message/send": "SendMessage",
+    "message/stream": "SendStreamingMessage",
+    "tasks/get": "GetTask",
+    "tasks/cancel": "CancelTask",
+    "tasks/resubscribe": "SubscribeToTask",
+    "tasks/pushNotificationConfig/set": "CreateTaskPushNotificationConfig",
+    "tasks/pushNotificationConfig/get": "GetTaskPushNotificationConfig",
+    "tasks/pushNotificationConfig/list": "ListTaskPushNotificationConfigs",
+    "tasks/pushNotificationConfig/delete": "DeleteTaskPushNotificationConfig",
+    "agent/getAuthenticatedExtendedCard": "GetExtendedAgentCard",
+}
+NEEDS_NO_VERSION = (
+    "{method} is an A2A 0.3 method, but the request says `A2A-Version: {version}`: call {method_1_0} (A2A 1.0) "
+    "with that header, or send {method} without the header (a request without it is read as A2A 0.3)"
+)
 
 
 class JsonRpcEdge:
@@ -42,14 +62,14 @@ class JsonRpcEdge:
             await self._app(scope, receive, send)
             return
         body = await _read(receive)
-        refusal, notification = _check(body, _has_version(scope))
+        refusal, notification = _check(body, _version(scope))
         if refusal is not None:
             await _answer(send, refusal)
             return
         await self._app(scope, replay(body, receive), _silenced(send) if notification else send)
 
 
-def _check(body: bytes, has_version: bool) -> tuple[dict[str, Any] | None, bool]:
+def _check(body: bytes, version: str) -> tuple[dict[str, Any] | None, bool]:
     """(the error to answer instead of the SDK, whether the request is a notification)."""
     try:
         text = body.decode("utf-8")
@@ -71,10 +91,18 @@ def _check(body: bytes, has_version: bool) -> tuple[dict[str, Any] | None, bool]
     if not _valid_id(request_id):
         return _error(INVALID_REQUEST, "Invalid Request: the id must be a string, null or an integer of at most "
                       f"{MAX_ID} in size"), False  # fmt: skip
-    method = request.get("method")
-    if method in METHODS_1_0 and not has_version:
-        return _error(VERSION_NOT_SUPPORTED, NEEDS_VERSION.format(method=method), request_id), False
-    return None, False
+    return _version_refusal(request.get("method"), version, request_id), False
+
+
+def _version_refusal(method: object, version: str, request_id: object) -> dict[str, Any] | None:
+    """-32009 for a method of one A2A version asked for with another; a2a-sdk reads no header (or an empty one)
+    as 0.3 and takes any 0.x for it."""
+    if method in METHODS_1_0 and not version:
+        return _error(VERSION_NOT_SUPPORTED, NEEDS_VERSION.format(method=method), request_id)
+    if isinstance(method, str) and method in METHODS_0_3 and version and version.split(".")[0] != "0":
+        sentence = NEEDS_NO_VERSION.format(method=method, version=version, method_1_0=METHODS_0_3[method])
+        return _error(VERSION_NOT_SUPPORTED, sentence, request_id)
+    return None
 
 
 def _too_deep() -> dict[str, Any]:
@@ -104,8 +132,10 @@ def _nests_past(body: bytes, limit: int) -> bool:
     return bool(brackets)
 
 
-def _has_version(scope: Scope) -> bool:
-    return any(name == b"a2a-version" for name, _ in scope.get("headers") or [])
+def _version(scope: Scope) -> str:
+    """The request's `A2A-Version`, "" without one."""
+    values = (value for name, value in scope.get("headers") or [] if name == b"a2a-version")
+    return next(values, b"").decode("latin-1").strip()
 
 
 def _error(code: int, message: str, request_id: object = None) -> dict[str, Any]:
