@@ -1,17 +1,21 @@
 """A2A's gRPC binding, through a2a-sdk's own gRPC client, against real OpenCode on the offline model: the card
-lists it with its real port, and it answers as JSON-RPC does (same tasks, states, approvals, callers, limits)."""
+lists it with its real port, and it answers as JSON-RPC does (same tasks, states, approvals, callers, limits).
+Its connection bounds are HTTP's, checked with raw sockets: silent, trickling and idle connections are closed at
+their deadline, connections past the cap at once, and a stream longer than every deadline arrives whole."""
 
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import grpc
 import grpc.aio
 import httpx
 import pytest
 from a2a.client import A2ACardResolver, Client, ClientCallContext, ClientConfig, ClientFactory
+from a2a.server.request_handlers import RequestHandler
 from a2a.types import (
     AgentCard,
     CancelTaskRequest,
@@ -33,6 +37,7 @@ from a2a_wrapper.agent import running_agent
 from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSettings
 from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.frontend.card import build_card
+from a2a_wrapper.frontend.grpc_binding import grpc_port
 from a2a_wrapper.offline_model import OfflineModel
 from a2a_wrapper.ports import bind_port
 from a2a_wrapper.shield import ShieldConfig
@@ -83,6 +88,96 @@ def test_a_taken_grpc_port_stops_the_start_with_a_sentence(tmp_path: Path) -> No
 
         with pytest.raises(ConfigError, match=rf"server.grpc_port: cannot listen on 127.0.0.1:{port}"):
             asyncio.run(asyncio.wait_for(start(), 30))
+
+
+# --- connection bounds (raw sockets) ------------------------------------------------------------------------------
+
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+SETTINGS = bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])  # an empty SETTINGS frame: the client's side of the handshake done
+GOAWAY = 7
+
+
+async def no_turns() -> None:
+    return None
+
+
+@asynccontextmanager
+async def bare_grpc(**limits: Any) -> AsyncIterator[int]:
+    """The agent's gRPC binding with `limits`, on a free port; no test here makes a call, so no handler is needed."""
+    settings = AgentSettings(card=CardSettings(name="bounds"), server=ServerSettings(grpc_port=0, **limits))
+    async with grpc_port(settings) as binding:
+        assert binding is not None
+        async with binding.serving(cast(RequestHandler, None), no_turns):
+            yield binding.port
+
+
+async def closed_after(port: int, sent: bytes = b"", pause: float = 0.0) -> tuple[list[int], float]:
+    """Connects, sends `sent` (a byte every `pause` seconds when given), and waits for the server to close: the
+    types of the HTTP/2 frames it sent, and the seconds it took."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+
+    async def send() -> None:
+        for at in range(len(sent)) if pause else [0]:
+            writer.write(sent[at : at + 1] if pause else sent)
+            await writer.drain()
+            await asyncio.sleep(pause)
+
+    sending = asyncio.create_task(send())
+    try:
+        received = await reader.read(-1)
+    finally:
+        sending.cancel()
+        await asyncio.gather(sending, return_exceptions=True)
+        writer.close()
+    return frame_types(received), loop.time() - start
+
+
+def frame_types(data: bytes) -> list[int]:
+    types = []
+    while len(data) >= 9:
+        length = int.from_bytes(data[:3], "big")
+        types.append(data[3])
+        data = data[9 + length :]
+    return types
+
+
+@pytest.mark.parametrize(
+    ("sent", "pause"),
+    [(b"", 0.0), (PREFACE, 0.2), (PREFACE, 0.0)],
+    ids=["nothing", "a trickled preface", "the preface without SETTINGS"],
+)
+async def test_a_connection_without_its_handshake_is_closed_at_the_header_deadline(sent: bytes, pause: float) -> None:
+    async with asyncio.timeout(10), bare_grpc(header_timeout=0.6) as port:
+        frames, seconds = await closed_after(port, sent, pause)
+    assert frames[-1:] == [GOAWAY]
+    assert 0.5 <= seconds < 3
+
+
+async def test_an_idle_grpc_connection_is_closed_after_the_idle_timeout() -> None:
+    async with asyncio.timeout(10), bare_grpc(header_timeout=0.3, idle_timeout=1.2) as port:
+        frames, seconds = await closed_after(port, PREFACE + SETTINGS)
+    assert frames[-1:] == [GOAWAY]
+    assert 1.1 <= seconds < 4, "closed for idling, not at the handshake deadline"
+
+
+async def test_grpc_connections_past_the_cap_are_closed_at_once() -> None:
+    async with asyncio.timeout(10), bare_grpc(max_connections=2, idle_timeout=1) as port:
+        held = [await asyncio.open_connection("127.0.0.1", port) for _ in range(2)]
+        try:
+            for reader, writer in held:
+                writer.write(PREFACE + SETTINGS)
+                assert await reader.read(9), "served: its SETTINGS came"
+            frames, seconds = await closed_after(port, PREFACE + SETTINGS)
+            for reader, _ in held:
+                await reader.read(-1)  # the server let it go when it idled
+        finally:
+            for _, writer in held:
+                writer.close()
+        later, idled = await closed_after(port, PREFACE + SETTINGS)
+    assert (frames, seconds < 0.5) == ([], True), "past the cap: closed before a byte"
+    assert later[-1:] == [GOAWAY] and idled > 0.9, "under the cap again: served until it idled"
 
 
 # --- helpers -----------------------------------------------------------------------------------------------------
@@ -335,3 +430,21 @@ async def test_a_graceful_stop_ends_a_running_grpc_stream_with_its_sentence(
     assert final_state(events) == "TASK_STATE_FAILED"
     last = [e for e in events if "statusUpdate" in e][-1]["statusUpdate"]["status"]
     assert "shut down while this turn was running" in status_text(last)
+
+
+@pytest.mark.slow
+async def test_a_grpc_stream_outlasting_every_deadline_arrives_whole_and_the_channel_outlives_its_idling(
+    make_settings: SettingsFactory, offline_model: OfflineModel, http: httpx.AsyncClient
+) -> None:
+    limits = {"grpc_port": 0, "header_timeout": 0.5, "body_timeout": 0.5, "idle_timeout": 0.5}
+    async with serving(make_settings(auto_approve=True, server=limits), offline_model) as served:
+        async with grpc_client(await card_of(http, served)) as client:
+            loop = asyncio.get_running_loop()
+            start = loop.time()
+            events = wire(await send_all(client, text_message("[[long:4]] [[slow:4]]")))
+            seconds = loop.time() - start
+            await asyncio.sleep(1)  # past the idle bound: the server has closed the connection
+            again = wire(await send_all(client, text_message("again")))
+    assert seconds > 3  # about a second between words: longer than each deadline
+    assert answer_text(events) == "word1 word2 word3 word4"
+    assert final_state(events) == final_state(again) == "TASK_STATE_COMPLETED"

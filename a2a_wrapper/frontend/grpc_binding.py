@@ -4,6 +4,16 @@ Both services run on one `grpc.aio` server through the HTTP routes' own request 
 share tasks, store, approvals and limits. Two pairs: the port, taken as the agent starts (a clash is one
 sentence before anything slow starts; port 0 becomes the free port the card shows), and the service, from the
 handler's creation until the agent stops.
+
+The server's limits are HTTP's, in grpc core's own terms (each checked with raw sockets, grpcio 1.85):
+- `server.header_timeout` is the handshake deadline: a connection that has not sent the HTTP/2 preface and its
+  SETTINGS by then (nothing at all, or a trickle) gets GOAWAY and is closed;
+- `server.idle_timeout`: a connection with no call under way is sent GOAWAY after that long (a call or stream
+  under way, however long, keeps it);
+- `server.max_connections`: connections past it are closed as they come, and as many calls run at once (more get
+  RESOURCE_EXHAUSTED);
+- `server.max_body_bytes`: a larger message gets RESOURCE_EXHAUSTED.
+No bound on a connection's age: it would cut the long streams of a task.
 """
 
 import asyncio
@@ -47,6 +57,9 @@ class GrpcBinding:
             options=[
                 ("grpc.max_receive_message_length", settings.max_body_bytes),  # larger: RESOURCE_EXHAUSTED
                 ("grpc.so_reuseport", 0),  # gRPC's default would let a second agent share the port silently
+                ("grpc.server_handshake_timeout_ms", _ms(settings.header_timeout)),  # preface and SETTINGS by then
+                ("grpc.max_connection_idle_ms", _ms(settings.idle_timeout)),
+                ("grpc.max_allowed_incoming_connections", settings.max_connections),
             ],
             maximum_concurrent_rpcs=settings.max_connections,  # more: RESOURCE_EXHAUSTED
         )
@@ -84,6 +97,10 @@ class GrpcBinding:
         if not self._started:
             await self._server.start()  # an unstarted grpc server keeps its port until it has run and stopped
         await self._server.stop(None)
+
+
+def _ms(seconds: float) -> int:
+    return max(1, round(seconds * 1000))
 
 
 @asynccontextmanager
