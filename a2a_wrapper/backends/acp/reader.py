@@ -5,14 +5,14 @@ chunks) would be parsed whole before the turn saw its first chunk. So the librar
 of the loop: after a line handed to it, the next read gives the loop away first, and the task made of that
 line runs before anything read later is delivered (order is kept across both paths). A text chunk
 (chunks.py) skips the library: it goes to its turn's queue at once, and the loop is given away only when the
-turn was waiting for it, or BURST_SLICE after the last time, as OpenCode's event stream does.
+turn was waiting for it, or READ_SLICE after the last time, as OpenCode's event stream does.
 """
 
 import asyncio
 from collections.abc import Callable
 
 from a2a_wrapper.backends.acp.chunks import read_chunk
-from a2a_wrapper.backends.base import BURST_SLICE
+from a2a_wrapper.backends.base import READ_SLICE
 from a2a_wrapper.events import StreamEvent
 
 Deliver = Callable[[str, StreamEvent], bool]  # (session, event) -> its turn was waiting for it
@@ -33,7 +33,7 @@ class YieldingReader(asyncio.StreamReader):
         loop = asyncio.get_running_loop()
         while True:
             line = await self._source.readuntil(separator)
-            if self._library_owed or loop.time() - self._yielded > BURST_SLICE:
+            if self._library_owed or loop.time() - self._yielded > READ_SLICE:
                 await self._give_way(loop)
             chunk = read_chunk(line)
             if chunk is None:

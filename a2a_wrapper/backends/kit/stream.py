@@ -48,12 +48,15 @@ async def _next_batch(queue: "asyncio.Queue[Item]", translate: Translate[Item], 
     if events and isinstance(events[0], Text) and loop.time() < paced_until:
         await asyncio.sleep(paced_until - loop.time())
     collect_until = loop.time() + BURST_SLICE
-    while not queue.empty() and loop.time() < collect_until and not _ends(events):
-        events += await translate(queue.get_nowait())
+    ended = _ends(events)
+    while not queue.empty() and loop.time() < collect_until and not ended:
+        more = await translate(queue.get_nowait())
+        events += more
+        ended = _ends(more)  # only the new ones: a burst of 300 deltas is not scanned 300 times
     return _through_done(coalesce(events))
 
 
-def _ends(events: list[StreamEvent]) -> bool:
+def _ends(events: Sequence[StreamEvent]) -> bool:
     return any(isinstance(event, Done) for event in events)
 
 

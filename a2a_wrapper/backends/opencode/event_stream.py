@@ -7,13 +7,13 @@ life (see notes/opencode.md §7). Events of child sessions (the `task` tool) go 
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
 
-from a2a_wrapper.backends.base import BURST_SLICE
+from a2a_wrapper.backends.base import READ_SLICE
 from a2a_wrapper.backoff import Backoff, CrashHistory
 
 log = logging.getLogger(__name__)
@@ -21,6 +21,7 @@ log = logging.getLogger(__name__)
 RECONNECTED = "a2a-wrapper.reconnected"  # synthetic event: events may have been missed
 BACKEND_EXITED = "a2a-wrapper.backend-exited"  # synthetic event: the OpenCode process died
 EventQueue = asyncio.Queue[dict[str, Any]]
+HURRY = 0.003  # seconds after an eager delivery during which every event hands the loop over
 RECONNECT_BACKOFF = Backoff(backoff=0.25, max_backoff=5.0, window=60.0)
 
 
@@ -42,6 +43,25 @@ def session_of(event: dict[str, Any]) -> str | None:
     if event.get("type", "").startswith("session.") and isinstance((props.get("info") or {}).get("id"), str):
         return str(props["info"]["id"])
     return None
+
+
+class LoopShare:
+    """How often the reader hands the loop over. An eager listener takes its event at once, and for HURRY after
+    it the loop is handed over after every event: that event (a turn's first text) then crosses a2a-sdk's
+    queues and reaches the caller's SSE stream in ~1 ms instead of waiting out a slice of the burst behind it
+    at each of its ~6 hops. Otherwise, in a long burst of buffered events, every READ_SLICE."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._clock = clock  # the loop's
+        self._yielded = self._hurry_until = clock()
+
+    async def after(self, urgent: bool) -> None:
+        now = self._clock()
+        if urgent:
+            self._hurry_until = now + HURRY
+        if now < self._hurry_until or now - self._yielded > READ_SLICE:
+            self._yielded = now
+            await asyncio.sleep(0)
 
 
 class EventStream:
@@ -86,7 +106,7 @@ class EventStream:
         lost = CrashHistory(RECONNECT_BACKOFF)
         first = True
         loop = asyncio.get_running_loop()
-        yielded = loop.time()
+        share = LoopShare(loop.time)
         while True:
             try:
                 async for event in self._events():
@@ -96,11 +116,7 @@ class EventStream:
                         if not first:
                             self.broadcast({"type": RECONNECTED, "properties": {}})
                         first = False
-                    # An eager listener takes the event now; in a long burst of buffered events, the turns
-                    # and the A2A side still get the loop every few milliseconds.
-                    if self._route(event) or loop.time() - yielded > BURST_SLICE:
-                        yielded = loop.time()
-                        await asyncio.sleep(0)
+                    await share.after(urgent=self._route(event))
                 log.warning("[%s] event stream ended; reconnecting", self._name)
             except (aiohttp.ClientError, TimeoutError) as exc:
                 log.warning("[%s] event stream lost (%s); reconnecting", self._name, exc)
