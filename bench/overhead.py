@@ -114,13 +114,19 @@ class Series:
 
 
 async def sse_payloads(response: aiohttp.ClientResponse) -> AsyncIterator[dict[str, Any]]:
+    async for data in sse_data(response):
+        yield json.loads(data)
+
+
+async def sse_data(response: aiohttp.ClientResponse) -> AsyncIterator[str]:
+    """Each SSE event's data, unparsed."""
     data: list[str] = []
     async for raw in response.content:
         line = raw.decode().rstrip("\r\n")
         if line.startswith("data:"):
             data.append(line[5:].lstrip())
         elif not line and data:
-            yield json.loads("\n".join(data))
+            yield "\n".join(data)
             data = []
 
 
@@ -184,8 +190,13 @@ class DirectClient:
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=5)
         async with self._http.get("event", timeout=timeout) as response:
             response.raise_for_status()
-            async for event in sse_payloads(response):
+            async for data in sse_data(response):
                 at = time.perf_counter()
+                if self.connected.is_set() and not any(session_id in data for session_id in self._queues):
+                    # The wrapper's own session shares this OpenCode: a direct client of an OpenCode of its own
+                    # would never see those events, and parsing a 300-delta burst here would hold up the wrapper.
+                    continue
+                event = json.loads(data)
                 if event.get("type") == "server.connected":
                     self.connected.set()
                 queue = self._queues.get(session_of(event) or "")
