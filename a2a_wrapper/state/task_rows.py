@@ -8,6 +8,7 @@ sdk_tables.py), so the columns, their JSON and `DatabaseTaskStore.get` reading t
 """
 
 from collections.abc import Sequence
+from functools import cache
 from typing import Any
 
 from a2a.server.tasks import DatabaseTaskStore
@@ -19,9 +20,15 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 async def upsert_tasks(db: AsyncConnection, store: DatabaseTaskStore, tasks: Sequence[tuple[Task, str]]) -> None:
     """Writes each (task, owner) as the SDK's save would, in one statement on the open transaction `db`."""
     rows = [_row(store, task, owner) for task, owner in tasks]
-    statement = insert(store.task_model)
+    await db.execute(_upsert(store.task_model), rows)
+
+
+@cache
+def _upsert(model: type[Any]) -> Any:
+    """The statement, built once per table (SQLAlchemy then finds its compiled form in its cache)."""
+    statement = insert(model)
     updated = {name: column for name, column in statement.excluded.items() if not column.primary_key}
-    await db.execute(statement.on_conflict_do_update(index_elements=["id"], set_=updated), rows)
+    return statement.on_conflict_do_update(index_elements=["id"], set_=updated)
 
 
 def _row(store: DatabaseTaskStore, task: Task, owner: str) -> dict[str, Any]:
@@ -31,5 +38,9 @@ def _row(store: DatabaseTaskStore, task: Task, owner: str) -> dict[str, Any]:
 
 def _columns(store: DatabaseTaskStore) -> list[tuple[Any, Any]]:
     """The mapped attributes with their table columns (`task_metadata` is the column `metadata`)."""
-    mapper = store.task_model.__mapper__
-    return [(attribute, attribute.columns[0]) for attribute in mapper.column_attrs]
+    return _mapped(store.task_model)
+
+
+@cache
+def _mapped(model: type[Any]) -> list[tuple[Any, Any]]:
+    return [(attribute, attribute.columns[0]) for attribute in model.__mapper__.column_attrs]
