@@ -8,9 +8,7 @@ that owner. Keys are compared in constant time, kept only as digests, and never 
 
 import hashlib
 import hmac
-import json
 import logging
-from typing import Any
 
 from a2a.server.context import ServerCallContext
 from a2a.server.routes import DefaultServerCallContextBuilder
@@ -22,12 +20,12 @@ from starlette.responses import Response
 
 from a2a_wrapper.config.settings import AuthSettings
 from a2a_wrapper.errors import ConfigError
-from a2a_wrapper.frontend.card import API_KEY_HEADER, JSONRPC_PATH
+from a2a_wrapper.frontend.card import API_KEY_HEADER
+from a2a_wrapper.frontend.refusal import UNAUTHENTICATED, refusal_body
 
 log = logging.getLogger(__name__)
 
 CREDENTIAL_HEADERS = ("authorization", API_KEY_HEADER.lower())
-UNAUTHENTICATED = -32000  # JSON-RPC's generic server error: A2A's own codes (-32001…) have none for this
 
 
 class Callers:
@@ -115,16 +113,12 @@ def _client(conn: HTTPConnection) -> str:
 
 def refuse(conn: HTTPConnection, exc: AuthenticationError) -> Response:
     """401 with a Bearer challenge; the body in the shape of the binding that was called."""
-    message = str(exc)
-    payload: dict[str, Any]
-    if conn.url.path == JSONRPC_PATH:
-        error = {"code": UNAUTHENTICATED, "message": message, "data": {"reason": "UNAUTHENTICATED"}}
-        payload = {"jsonrpc": "2.0", "id": None, "error": error}
-    else:
-        payload = {"error": {"code": 401, "status": "UNAUTHENTICATED", "message": message}}
     challenge = 'Bearer error="invalid_token"' if _presented_keys(conn) else "Bearer"
     return Response(
-        json.dumps(payload), status_code=401, media_type="application/json", headers={"WWW-Authenticate": challenge}
+        refusal_body(conn.url.path, UNAUTHENTICATED, str(exc)),
+        status_code=UNAUTHENTICATED.http_status,
+        media_type="application/json",
+        headers={"WWW-Authenticate": challenge},
     )
 
 
@@ -133,6 +127,11 @@ def authentication(callers: Callers) -> list[Middleware]:
     if not callers:
         return []
     return [Middleware(AuthenticationMiddleware, backend=KeyAuthentication(callers), on_error=refuse)]
+
+
+def caller_of(context: ServerCallContext | None) -> str:
+    """The authenticated caller's name (the owner a2a-sdk's stores scope its tasks to), "" when auth is off."""
+    return context.user.user_name if context is not None and context.user.is_authenticated else ""
 
 
 class CallContextBuilder(DefaultServerCallContextBuilder):

@@ -6,11 +6,11 @@ reported through a TaskReporter of its own. Cancel hands the task's turn to `Tur
 
 from a2a.helpers import new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
-from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types import Task, TaskState, TaskStatus
 
+from a2a_wrapper.frontend.auth import caller_of
 from a2a_wrapper.frontend.metrics import AgentMetrics
 from a2a_wrapper.frontend.prompts import UnusableMessage, prompt_from_message
 from a2a_wrapper.frontend.reporter import TaskReporter
@@ -59,7 +59,7 @@ class TurnExecutor(AgentExecutor):
             self._metrics.ended("rejected")
             return
         reporter = TaskReporter(updater, TurnGuard(self._guard), self._metrics.turn())
-        scope = TurnScope(context_id, context.task_id, _caller(context.call_context))
+        scope = TurnScope(context_id, context.task_id, caller_of(context.call_context))
         await self._turns.run(scope, prompt, reporter)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
@@ -70,7 +70,3 @@ class TurnExecutor(AgentExecutor):
         await self._turns.cancel(context.task_id)
         updater = TaskUpdater(event_queue, context.task_id, context_id)
         await updater.cancel(updater.new_agent_message([new_text_part(CANCELED)]))
-
-
-def _caller(call: ServerCallContext | None) -> str:
-    return call.user.user_name if call is not None and call.user.is_authenticated else ""

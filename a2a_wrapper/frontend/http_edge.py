@@ -1,5 +1,5 @@
 """Small ASGI layers at the HTTP edge, before any route: one spelling of every path, the card's dates, and the
-replay of a body a layer has read.
+reading and replay of a body a layer looks at before the app.
 
 - A trailing slash names the same route (`POST /a2a/jsonrpc/` is `POST /a2a/jsonrpc`): a client that joins "/"
   to an interface URL, as the conformance suite does, must not get a 404 or a redirect a POST cannot follow.
@@ -41,6 +41,18 @@ class LastModified:
             await send(message)
 
         await self._app(scope, receive, dated)
+
+
+async def read_body(receive: Receive) -> bytes:
+    """The request's whole body (what came of it, if the client went away first)."""
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(chunks)
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
 
 
 def replay(body: bytes, receive: Receive) -> Receive:

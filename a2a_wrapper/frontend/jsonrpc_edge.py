@@ -23,7 +23,7 @@ from typing import Any
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from a2a_wrapper.frontend.http_edge import replay
+from a2a_wrapper.frontend.http_edge import read_body, replay
 
 MAX_DEPTH = 64
 MAX_ID = 2**53 - 1
@@ -61,7 +61,7 @@ class JsonRpcEdge:
         if scope["type"] != "http" or scope.get("path") != self._path or scope.get("method") != "POST":
             await self._app(scope, receive, send)
             return
-        body = await _read(receive)
+        body = await read_body(receive)
         refusal, notification = _check(body, _version(scope))
         if refusal is not None:
             await _answer(send, refusal)
@@ -140,17 +140,6 @@ def _version(scope: Scope) -> str:
 
 def _error(code: int, message: str, request_id: object = None) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
-
-
-async def _read(receive: Receive) -> bytes:
-    chunks: list[bytes] = []
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            return b"".join(chunks)
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            return b"".join(chunks)
 
 
 def _silenced(send: Send) -> Send:

@@ -15,7 +15,7 @@ from a2a.utils.error_handlers import build_rest_error_payload
 from a2a.utils.errors import InvalidParamsError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from a2a_wrapper.frontend.http_edge import replay
+from a2a_wrapper.frontend.http_edge import read_body, replay
 from a2a_wrapper.frontend.message_limits import MessageLimits
 
 SEND_METHODS = {"SendMessage", "SendStreamingMessage", "message/send", "message/stream"}
@@ -34,7 +34,7 @@ class MessageEdge:
         if scope["type"] != "http" or scope.get("method") != "POST" or not (rpc or path.endswith(REST_SENDS)):
             await self._app(scope, receive, send)
             return
-        body = await _read(receive)
+        body = await read_body(receive)
         if body.count(b"{") > self._limits.max_parts:
             refusal = self._refusal(body, rpc)
             if refusal is not None:
@@ -67,15 +67,6 @@ def _message_of(request: Any, rpc: bool) -> Any:
     if request.get("method") not in SEND_METHODS or not isinstance(params, dict):
         return None
     return params.get("message")
-
-
-async def _read(receive: Receive) -> bytes:
-    chunks: list[bytes] = []
-    while True:
-        message = await receive()
-        chunks.append(message.get("body", b""))
-        if message["type"] != "http.request" or not message.get("more_body", False):
-            return b"".join(chunks)
 
 
 async def _answer(send: Send, status: int, payload: dict[str, Any]) -> None:

@@ -25,15 +25,11 @@ from a2a.types import Message, SendMessageRequest, Task
 from a2a.utils.errors import PushNotificationNotSupportedError, TaskNotFoundError
 
 from a2a_wrapper.frontend.attempts import CLAIMED_TASK, Attempt, Attempts
+from a2a_wrapper.frontend.auth import caller_of
 from a2a_wrapper.frontend.delegating_handler import DelegatingHandler
 from a2a_wrapper.frontend.message_limits import MessageLimits
 from a2a_wrapper.frontend.retries import current_task, repeated_send, repeated_stream
 from a2a_wrapper.state.message_ledger import MessageKey, MessageLedger
-
-
-def caller_of(context: ServerCallContext) -> str:
-    """The authenticated caller's name, "" when auth is off."""
-    return context.user.user_name if context.user.is_authenticated else ""
 
 
 class MessageHandler(DelegatingHandler):

@@ -1,6 +1,6 @@
 """Refusals the front end writes itself, before a2a-sdk sees the request, in the shape of the request's binding:
 a JSON-RPC error object on the JSON-RPC path, a `google.rpc.Status`-shaped body anywhere else (REST, the card,
-the fleet's registry)."""
+the fleet's registry). The body limit, the connection cap and the key check (auth.py) all answer through here."""
 
 import json
 from dataclasses import dataclass
@@ -22,18 +22,13 @@ class Refusal:
 TOO_LARGE = Refusal(413, -32600, "INVALID_ARGUMENT")
 TOO_SLOW = Refusal(408, -32600, "DEADLINE_EXCEEDED")
 BUSY = Refusal(503, -32000, "UNAVAILABLE", retry_after=1)
+UNAUTHENTICATED = Refusal(401, -32000, "UNAUTHENTICATED")  # A2A's own codes (-32001…) have none for this
 
 
 async def refuse(scope: Scope, send: Send, refusal: Refusal, text: str, *, close: bool = False) -> None:
     """Answers the request with `refusal` and `text`; `close` ends the connection after the answer (its request
     was not read whole, so the connection cannot carry another)."""
-    payload: dict[str, Any]
-    if scope.get("path") == JSONRPC_PATH:
-        error = {"code": refusal.rpc_code, "message": text, "data": {"reason": refusal.reason}}
-        payload = {"jsonrpc": "2.0", "id": None, "error": error}
-    else:
-        payload = {"error": {"code": refusal.http_status, "status": refusal.reason, "message": text}}
-    body = json.dumps(payload).encode()
+    body = refusal_body(scope.get("path", ""), refusal, text)
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if close:
         headers.append((b"connection", b"close"))
@@ -41,6 +36,17 @@ async def refuse(scope: Scope, send: Send, refusal: Refusal, text: str, *, close
         headers.append((b"retry-after", str(refusal.retry_after).encode()))
     await send({"type": "http.response.start", "status": refusal.http_status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+def refusal_body(path: str, refusal: Refusal, text: str) -> bytes:
+    """The JSON body of `refusal` saying `text`, in the shape of the binding at `path`."""
+    payload: dict[str, Any]
+    if path == JSONRPC_PATH:
+        error = {"code": refusal.rpc_code, "message": text, "data": {"reason": refusal.reason}}
+        payload = {"jsonrpc": "2.0", "id": None, "error": error}
+    else:
+        payload = {"error": {"code": refusal.http_status, "status": refusal.reason, "message": text}}
+    return json.dumps(payload).encode()
 
 
 def client_name(client: tuple[str, int] | None) -> str:
