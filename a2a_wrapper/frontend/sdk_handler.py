@@ -15,37 +15,30 @@ from contextlib import aclosing
 from a2a.server.agent_execution.active_task import TERMINAL_TASK_STATES
 from a2a.server.context import ServerCallContext
 from a2a.server.events import Event
-from a2a.server.request_handlers import DefaultRequestHandler, RequestHandler
+from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.types import (
-    AgentCard,
     CancelTaskRequest,
-    DeleteTaskPushNotificationConfigRequest,
-    GetExtendedAgentCardRequest,
-    GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
-    ListTaskPushNotificationConfigsRequest,
-    ListTaskPushNotificationConfigsResponse,
     ListTasksRequest,
     ListTasksResponse,
     Message,
     SendMessageRequest,
     SubscribeToTaskRequest,
     Task,
-    TaskPushNotificationConfig,
     TaskState,
 )
 from a2a.utils.errors import TaskNotFoundError, UnsupportedOperationError
 
+from a2a_wrapper.frontend.delegating_handler import DelegatingHandler
 from a2a_wrapper.state.whole_answers import whole_answers
 
 
-class SdkHandler(RequestHandler):
-    def __init__(self, sdk: DefaultRequestHandler) -> None:
-        self._sdk = sdk
+class SdkHandler(DelegatingHandler):
+    """The methods not written here (push configs, the extended card, `aclose`) are the SDK's own."""
 
-    async def aclose(self) -> None:
-        """Ends the tasks the SDK keeps (after the turns have ended)."""
-        await self._sdk.aclose()
+    def __init__(self, sdk: DefaultRequestHandler) -> None:
+        super().__init__(sdk)
+        self._sdk = sdk
 
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task | Message:
         await self._refuse_ended(params, context)
@@ -95,30 +88,3 @@ class SdkHandler(RequestHandler):
         if task is not None and task.status.state in TERMINAL_TASK_STATES:
             state = TaskState.Name(task.status.state)
             raise UnsupportedOperationError(message=f"Task {task_id} is in terminal state: {state}")
-
-    # The rest is the SDK's own.
-
-    async def on_create_task_push_notification_config(
-        self, params: TaskPushNotificationConfig, context: ServerCallContext
-    ) -> TaskPushNotificationConfig:
-        return await self._sdk.on_create_task_push_notification_config(params, context)
-
-    async def on_get_task_push_notification_config(
-        self, params: GetTaskPushNotificationConfigRequest, context: ServerCallContext
-    ) -> TaskPushNotificationConfig:
-        return await self._sdk.on_get_task_push_notification_config(params, context)
-
-    async def on_list_task_push_notification_configs(
-        self, params: ListTaskPushNotificationConfigsRequest, context: ServerCallContext
-    ) -> ListTaskPushNotificationConfigsResponse:
-        return await self._sdk.on_list_task_push_notification_configs(params, context)
-
-    async def on_delete_task_push_notification_config(
-        self, params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
-    ) -> None:
-        await self._sdk.on_delete_task_push_notification_config(params, context)
-
-    async def on_get_extended_agent_card(
-        self, params: GetExtendedAgentCardRequest, context: ServerCallContext
-    ) -> AgentCard:
-        return await self._sdk.on_get_extended_agent_card(params, context)
