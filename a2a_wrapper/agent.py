@@ -101,6 +101,7 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         push = await stack.enter_async_context(push_service(settings.push, engine, task_store))
         ledger = MessageLedger(engine)
         await ledger.initialize()
+        stack.callback(ledger.close)
         executor = TurnExecutor(turns, settings.guard, metrics)
         limits = MessageLimits.from_settings(settings.server)
         listed = await stack.enter_async_context(listing_off_the_loop(task_store, settings.state_dir / "state.db"))

@@ -1,5 +1,5 @@
-"""The writes a turn makes, each one statement: the task writer's upsert, the ledger's claim, no push-config read
-for a task without webhooks. Against a real SQLite file, counting the statements SQLite is handed."""
+"""The writes a turn makes, each one statement: the task writer's upsert, the ledger's claim (on the loop), no
+push-config read for a task without webhooks. Against a real SQLite file, counting the statements it is handed."""
 
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
@@ -91,13 +91,23 @@ async def test_the_writer_persists_every_task_it_holds_in_one_statement(engine: 
     assert [await database.get(task.id, CALLER) for task in tasks] == tasks
 
 
-async def test_a_claim_is_one_statement_and_a_retry_gets_the_first_task(engine: AsyncEngine) -> None:
+@pytest.fixture
+async def ledger(engine: AsyncEngine) -> AsyncIterator[MessageLedger]:
     ledger = MessageLedger(engine)
     await ledger.initialize()
+    yield ledger
+    ledger.close()
+
+
+async def test_a_claim_is_kept_in_the_file_and_a_retry_gets_the_first_task(
+    engine: AsyncEngine, ledger: MessageLedger
+) -> None:
     key = MessageKey("caller", "ctx", "m-1")
     with statements(engine) as seen:
         assert await ledger.claim(key, "task-1") is None
-    assert seen == ["INSERT"]
+    assert seen == []  # not through the engine: on the loop, on a connection of its own
+    async with engine.connect() as db:
+        assert (await db.execute(text("SELECT task_id FROM message_ledger"))).scalars().all() == ["task-1"]
     assert await ledger.claim(key, "task-2") == "task-1"
     assert await ledger.claim(MessageKey("caller", "ctx", "m-2"), "task-3") is None
     await ledger.forget(key, "task-1")
@@ -105,9 +115,7 @@ async def test_a_claim_is_one_statement_and_a_retry_gets_the_first_task(engine: 
     assert await ledger.claim(key, "task-5") == "task-4"
 
 
-async def test_an_expired_entry_is_taken_over_by_the_next_claim(engine: AsyncEngine) -> None:
-    ledger = MessageLedger(engine)
-    await ledger.initialize()
+async def test_an_expired_entry_is_taken_over_by_the_next_claim(engine: AsyncEngine, ledger: MessageLedger) -> None:
     key = MessageKey("", "", "m-1")
     assert await ledger.claim(key, "old") is None
     async with writing(engine) as db:

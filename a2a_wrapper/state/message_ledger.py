@@ -4,15 +4,18 @@ A client that retries after a dropped connection sends the same messageId again;
 first attempt made, so the turn is not run twice, across a restart too. A message sent without a contextId is
 keyed with "" (its retry has none either). An entry is honoured for RETENTION seconds; older ones are ignored
 and deleted (at start, then at most once an hour), and one whose task is gone is forgotten by the caller.
+
+A claim is on the path of every message: one statement, run on the loop (database.py, `open_on_loop`).
 """
 
+import sqlite3
 import time
 from dataclasses import dataclass
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from a2a_wrapper.state.database import writing
+from a2a_wrapper.state.database import my_turn, open_on_loop, writing
 
 RETENTION = 24 * 3600.0  # seconds: a retry comes within moments; a day covers a client's longest backoff
 _PRUNE_EVERY = 3600.0
@@ -28,12 +31,12 @@ CREATE TABLE IF NOT EXISTS message_ledger (
 )"""
 
 # One statement per new message: the key is taken unless a fresh entry holds it; only then is a row returned.
-_CLAIM = text(
+_CLAIM = (
     "INSERT INTO message_ledger VALUES (:a, :c, :m, :t, :now)"
     " ON CONFLICT (caller, context_id, message_id) DO UPDATE SET task_id = excluded.task_id,"
     " accepted = excluded.accepted WHERE message_ledger.accepted < :now - :keep RETURNING task_id"
 )
-_CLAIMED = text("SELECT task_id FROM message_ledger WHERE caller = :a AND context_id = :c AND message_id = :m")
+_CLAIMED = "SELECT task_id FROM message_ledger WHERE caller = :a AND context_id = :c AND message_id = :m"
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,11 +50,18 @@ class MessageLedger:
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
         self._pruned = 0.0
+        self._db: sqlite3.Connection | None = None
 
     async def initialize(self) -> None:
         async with writing(self._engine) as db:
             await db.execute(text(_SCHEMA))
         await self._prune()
+        self._db = open_on_loop(self._engine)
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
 
     async def claim(self, key: MessageKey, task_id: str) -> str | None:
         """Records `task_id` for the key and returns None, or returns the task an earlier attempt recorded."""
@@ -59,10 +69,11 @@ class MessageLedger:
         if now - self._pruned > _PRUNE_EVERY:
             await self._prune()
         values = {"a": key.caller, "c": key.context_id, "m": key.message_id, "t": task_id, "now": now}
-        async with writing(self._engine) as db:
-            if (await db.execute(_CLAIM, {**values, "keep": RETENTION})).first() is not None:
+        assert self._db is not None, "claim before initialize"
+        async with my_turn(self._engine):
+            if self._db.execute(_CLAIM, {**values, "keep": RETENTION}).fetchall():  # all: the statement ends
                 return None
-            row = (await db.execute(_CLAIMED, values)).first()  # a retry: the row the first attempt made
+            row = self._db.execute(_CLAIMED, values).fetchone()  # a retry: the row the first attempt made
         return str(row[0]) if row is not None else None
 
     async def forget(self, key: MessageKey, task_id: str) -> None:
