@@ -19,11 +19,11 @@ from a2a_wrapper.config.runtimes import ProcessRuntime, SandboxRuntime
 from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.frontend.app import build_app, request_handler
 from a2a_wrapper.frontend.card import CARD_PATH, build_card
+from a2a_wrapper.frontend.edge.server_config import uvicorn_config
 from a2a_wrapper.frontend.executor import TurnExecutor
 from a2a_wrapper.frontend.grpc_binding import grpc_port, with_grpc_port
-from a2a_wrapper.frontend.message_limits import MessageLimits
+from a2a_wrapper.frontend.handler.message_limits import MessageLimits
 from a2a_wrapper.frontend.metrics import AgentMetrics
-from a2a_wrapper.frontend.server_config import uvicorn_config
 from a2a_wrapper.frontend.turns import ContextLocks, Turns
 from a2a_wrapper.permissions.gate import PermissionGate
 from a2a_wrapper.permissions.policy import Policy, build_policy

@@ -14,7 +14,7 @@ from starlette.applications import Starlette
 from a2a_wrapper.config.settings import AgentSettings, CardSettings
 from a2a_wrapper.frontend.card import build_card
 from a2a_wrapper.frontend.card_route import card_routes
-from a2a_wrapper.frontend.version_param import VersionParam
+from a2a_wrapper.frontend.edge.version_param import VersionParam
 from tests.fixtures.a2a_card_schema import schema_errors
 from tests.helpers.auth import AUTH, KEYS
 

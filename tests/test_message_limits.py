@@ -16,7 +16,7 @@ from a2a.types import Message, Part, Role
 from a2a.utils.errors import InvalidParamsError
 from google.protobuf.struct_pb2 import Value
 
-from a2a_wrapper.frontend.message_limits import MessageLimits
+from a2a_wrapper.frontend.handler.message_limits import MessageLimits
 from a2a_wrapper.offline_model import OfflineModel
 from tests.conftest import ServedAgent, SettingsFactory, serving
 from tests.helpers.a2a_wire import V1, rpc, user_message

@@ -14,7 +14,7 @@ from a2a.server.context import ServerCallContext
 from a2a.server.tasks import DatabaseTaskStore
 from a2a.types import Artifact, Part, Task, TaskState, TaskStatus
 
-from a2a_wrapper.frontend.task_pages import tasks_within
+from a2a_wrapper.frontend.handler.task_pages import tasks_within
 from a2a_wrapper.offline_model import OfflineModel
 from a2a_wrapper.state.database import open_database
 from tests.conftest import ServedAgent, SettingsFactory, serving

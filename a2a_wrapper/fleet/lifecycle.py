@@ -26,7 +26,7 @@ from a2a_wrapper.fleet.reload import watch_fleet
 from a2a_wrapper.fleet.remote import RemoteAgent
 from a2a_wrapper.fleet.spec import AgentSpec, Fleet, RemoteSpec
 from a2a_wrapper.fleet.supervisor import OnRunning, SupervisedAgent, Supervisor
-from a2a_wrapper.frontend.server_config import uvicorn_config
+from a2a_wrapper.frontend.edge.server_config import uvicorn_config
 from a2a_wrapper.ports import bind_port
 
 log = logging.getLogger(__name__)

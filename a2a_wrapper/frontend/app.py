@@ -21,23 +21,23 @@ from starlette.types import ASGIApp
 from a2a_wrapper.backends.base import Backend
 from a2a_wrapper.config.settings import AuthSettings, ServerSettings
 from a2a_wrapper.errors import ConfigError
-from a2a_wrapper.frontend.attempts import Attempts, ClaimedTaskIds
 from a2a_wrapper.frontend.auth import CallContextBuilder, Callers, authentication
-from a2a_wrapper.frontend.body_limit import BodyLimit
 from a2a_wrapper.frontend.card import CARD_PATH, JSONRPC_PATH, REST_PATH
 from a2a_wrapper.frontend.card_route import card_routes
+from a2a_wrapper.frontend.edge.body_limit import BodyLimit
+from a2a_wrapper.frontend.edge.http_edge import LastModified, SlashFree
+from a2a_wrapper.frontend.edge.jsonrpc_edge import JsonRpcEdge
+from a2a_wrapper.frontend.edge.message_edge import MessageEdge
+from a2a_wrapper.frontend.edge.rest_edge import eager_v03_streams
+from a2a_wrapper.frontend.edge.version_param import VersionParam
 from a2a_wrapper.frontend.executor import TurnExecutor
-from a2a_wrapper.frontend.http_edge import LastModified, SlashFree
-from a2a_wrapper.frontend.jsonrpc_edge import JsonRpcEdge
-from a2a_wrapper.frontend.message_edge import MessageEdge
-from a2a_wrapper.frontend.message_handler import MessageHandler
-from a2a_wrapper.frontend.message_limits import MessageLimits
+from a2a_wrapper.frontend.handler.attempts import Attempts, ClaimedTaskIds
+from a2a_wrapper.frontend.handler.message_handler import MessageHandler
+from a2a_wrapper.frontend.handler.message_limits import MessageLimits
+from a2a_wrapper.frontend.handler.sdk_handler import SdkHandler
+from a2a_wrapper.frontend.handler.task_pages import BoundedPages
 from a2a_wrapper.frontend.metrics import CONTENT_TYPE, AgentMetrics
-from a2a_wrapper.frontend.rest_edge import eager_v03_streams
-from a2a_wrapper.frontend.sdk_handler import SdkHandler
 from a2a_wrapper.frontend.sdk_logs import lower_caller_errors
-from a2a_wrapper.frontend.task_pages import BoundedPages
-from a2a_wrapper.frontend.version_param import VersionParam
 from a2a_wrapper.frontend.wire_numbers import print_whole_numbers_as_integers
 from a2a_wrapper.push import Push
 from a2a_wrapper.state.message_ledger import MessageLedger

@@ -21,7 +21,7 @@ from starlette.responses import Response
 from a2a_wrapper.config.settings import AuthSettings
 from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.frontend.card import API_KEY_HEADER
-from a2a_wrapper.frontend.refusal import UNAUTHENTICATED, refusal_body
+from a2a_wrapper.frontend.edge.refusal import UNAUTHENTICATED, refusal_body
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from a2a_wrapper.config.settings import ServerSettings
-from a2a_wrapper.frontend.server_config import uvicorn_config
+from a2a_wrapper.frontend.edge.server_config import uvicorn_config
 
 
 @asynccontextmanager

@@ -25,7 +25,7 @@ import h11
 from starlette.types import Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from a2a_wrapper.frontend.refusal import BUSY, client_name, refuse
+from a2a_wrapper.frontend.edge.refusal import BUSY, client_name, refuse
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from a2a_wrapper.config.settings import ServerSettings
-from a2a_wrapper.frontend.connection_limits import ConnectionLimits, limited_protocol
+from a2a_wrapper.frontend.edge.connection_limits import ConnectionLimits, limited_protocol
 
 
 def uvicorn_config(app: ASGIApp, server: ServerSettings, **options: Any) -> uvicorn.Config:

@@ -23,7 +23,7 @@ from typing import Any
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from a2a_wrapper.frontend.http_edge import read_body, replay
+from a2a_wrapper.frontend.edge.http_edge import read_body, replay
 
 MAX_DEPTH = 64
 MAX_ID = 2**53 - 1

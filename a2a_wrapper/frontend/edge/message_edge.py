@@ -15,8 +15,8 @@ from a2a.utils.error_handlers import build_rest_error_payload
 from a2a.utils.errors import InvalidParamsError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from a2a_wrapper.frontend.http_edge import read_body, replay
-from a2a_wrapper.frontend.message_limits import MessageLimits
+from a2a_wrapper.frontend.edge.http_edge import read_body, replay
+from a2a_wrapper.frontend.handler.message_limits import MessageLimits
 
 SEND_METHODS = {"SendMessage", "SendStreamingMessage", "message/send", "message/stream"}
 REST_SENDS = ("/message:send", "/message:stream")

@@ -12,8 +12,8 @@ import logging
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from a2a_wrapper.frontend.http_edge import replay
-from a2a_wrapper.frontend.refusal import TOO_LARGE, TOO_SLOW, client_name, refuse
+from a2a_wrapper.frontend.edge.http_edge import replay
+from a2a_wrapper.frontend.edge.refusal import TOO_LARGE, TOO_SLOW, client_name, refuse
 
 log = logging.getLogger(__name__)
 

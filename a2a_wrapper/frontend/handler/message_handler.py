@@ -2,16 +2,16 @@
 
 Every binding (JSON-RPC, REST, gRPC; 1.0 and 0.3) calls this one object, so each gets the same behaviour:
 
-- a message past the limits (frontend/message_limits.py) is refused before anything runs or is stored;
+- a message past the limits (frontend/handler/message_limits.py) is refused before anything runs or is stored;
 - so is a message that registers a webhook inline (`configuration.taskPushNotificationConfig`) while push is off:
   the SDK would run it and drop the webhook unsaid; here it gets PushNotificationNotSupported (JSON-RPC -32003,
   REST 400), as the push config methods do;
 - a message whose messageId the same caller already sent in the same context (state/message_ledger.py) is
-  answered with the task it created (frontend/retries.py): the turn and its tool calls do not run again. A retry
-  that races its first attempt waits until that attempt's task holds the message (frontend/attempts.py), so no
+  answered with the task it created (frontend/handler/retries.py): the turn and its tool calls do not run again. A retry
+  that races its first attempt waits until that attempt's task holds the message (frontend/handler/attempts.py), so no
   two attempts of one message run, whichever arrives first.
 
-Every other method is a2a-sdk's own (frontend/delegating_handler.py).
+Every other method is a2a-sdk's own (frontend/handler/delegating_handler.py).
 """
 
 import uuid
@@ -24,11 +24,11 @@ from a2a.server.request_handlers import RequestHandler
 from a2a.types import Message, SendMessageRequest, Task
 from a2a.utils.errors import PushNotificationNotSupportedError, TaskNotFoundError
 
-from a2a_wrapper.frontend.attempts import CLAIMED_TASK, Attempt, Attempts
 from a2a_wrapper.frontend.auth import caller_of
-from a2a_wrapper.frontend.delegating_handler import DelegatingHandler
-from a2a_wrapper.frontend.message_limits import MessageLimits
-from a2a_wrapper.frontend.retries import current_task, repeated_send, repeated_stream
+from a2a_wrapper.frontend.handler.attempts import CLAIMED_TASK, Attempt, Attempts
+from a2a_wrapper.frontend.handler.delegating_handler import DelegatingHandler
+from a2a_wrapper.frontend.handler.message_limits import MessageLimits
+from a2a_wrapper.frontend.handler.retries import current_task, repeated_send, repeated_stream
 from a2a_wrapper.state.message_ledger import MessageKey, MessageLedger
 
 

@@ -29,7 +29,7 @@ from a2a.types import (
 )
 from a2a.utils.errors import TaskNotFoundError, UnsupportedOperationError
 
-from a2a_wrapper.frontend.delegating_handler import DelegatingHandler
+from a2a_wrapper.frontend.handler.delegating_handler import DelegatingHandler
 from a2a_wrapper.state.whole_answers import whole_answers
 
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from a2a.server.context import ServerCallContext
 from a2a.types import ListTasksRequest, ListTasksResponse, Task
 
-from a2a_wrapper.frontend.delegating_handler import DelegatingHandler
+from a2a_wrapper.frontend.handler.delegating_handler import DelegatingHandler
 
 PAGE_BYTES = 4 * 1024 * 1024
 
