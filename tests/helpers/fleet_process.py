@@ -54,9 +54,12 @@ class FleetProcess:
         self._reader = asyncio.create_task(self._read())
 
     @classmethod
-    async def start(cls, *args: str, port: int | None = None) -> "FleetProcess":
+    async def start(
+        cls, *args: str, port: int | None = None, env_extra: dict[str, str] | None = None
+    ) -> "FleetProcess":
+        """`env_extra`: variables the fleet's environment adds (an operator's or a remote agent's key)."""
         port = port or free_port()
-        env = {k: v for k, v in os.environ.items() if not k.startswith("A2A_WRAP_")}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("A2A_WRAP_")} | (env_extra or {})
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "a2a_wrapper", *args, "--port", str(port),
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
