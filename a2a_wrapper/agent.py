@@ -24,6 +24,7 @@ from a2a_wrapper.frontend.executor import TurnExecutor
 from a2a_wrapper.frontend.grpc_binding import grpc_port, with_grpc_port
 from a2a_wrapper.frontend.handler.message_limits import MessageLimits
 from a2a_wrapper.frontend.metrics import AgentMetrics
+from a2a_wrapper.frontend.operator.routes import operator_routes
 from a2a_wrapper.frontend.turns import ContextLocks, Turns
 from a2a_wrapper.permissions.gate import PermissionGate
 from a2a_wrapper.permissions.policy import Policy, build_policy
@@ -94,7 +95,7 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         context_rules = ContextRules(engine)
         await context_rules.initialize()
         gate = PermissionGate(policy, context_rules, audit, metrics.decided, settings.card.name)
-        turns = Turns(backend, sessions, gate, locks, settings.timeouts.turn)
+        turns = Turns(backend, sessions, gate, locks, settings.timeouts.turn, settings.approvers)
         metrics.watch(backend, sessions, turns.waiting)
         card = build_card(with_grpc_port(settings, grpc_server))  # gRPC port 0: the free one bound
         # Stops after the handler; pushes at once the ends the last run owed (recovery has failed its lost turns).
@@ -120,6 +121,7 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
             runtime=describe_runtime(settings, sandbox),
             body_timeout=settings.server.body_timeout,
             limits=limits,
+            operator=operator_routes(settings.card.name, turns, settings.console, settings.state_dir / "state.db"),
         )
         yield RunningAgent(settings, app, backend, sessions, turns.shutdown)
 

@@ -19,7 +19,7 @@ from a2a_wrapper.config.runtimes import Runtime, SandboxRuntime
 from a2a_wrapper.guard.settings import GuardSettings
 from a2a_wrapper.sections import Section
 from a2a_wrapper.shield.hosts import BadUrl, check_host_pattern
-from a2a_wrapper.shield.rules import ShieldConfig
+from a2a_wrapper.shield.rules import Approver, ShieldConfig
 
 ENV_PREFIX = "A2A_WRAP_"  # nested keys joined by "__": A2A_WRAP_SERVER__PORT
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
@@ -178,6 +178,20 @@ class AuthSettings(Section):
         return self
 
 
+class ConsoleSettings(Section):
+    """The fleet's console answers this agent's approvals through its operator endpoint (/operator/v1), with the
+    key read from `key_env` at start; unset or empty, the endpoint is closed."""
+
+    key_env: str = Field(
+        "A2A_WRAP_CONSOLE_KEY",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="The environment variable holding the key the registry's console presents.",
+    )
+
+    def key(self) -> str:
+        return os.environ.get(self.key_env, "")
+
+
 class AgentSettings(BaseSettings):
     """One agent: its card, server, backend and policies."""
 
@@ -200,6 +214,7 @@ class AgentSettings(BaseSettings):
     auth: AuthSettings = AuthSettings()
     push: PushSettings = PushSettings()
     guard: GuardSettings = GuardSettings()
+    console: ConsoleSettings = ConsoleSettings()
     auto_approve: bool = Field(
         False, description="Without a shield section: allow (true) or deny (false) every tool call."
     )
@@ -222,6 +237,22 @@ class AgentSettings(BaseSettings):
         if self.auto_approve and (self.shield is not None or self.operator_rules is not None):
             raise ValueError("auto_approve: true cannot be combined with shield rules; write it as shield defaults")
         return self
+
+    @model_validator(mode="after")
+    def _console_can_answer(self) -> "AgentSettings":
+        if self.shield is not None and self.shield.approvers == ("console",) and not self.console.key():
+            raise ValueError(
+                f"shield.approvers: only the console answers, but its key's environment variable "
+                f"{self.console.key_env} (console.key_env) is unset or empty"
+            )
+        return self
+
+    @property
+    def approvers(self) -> tuple[Approver, ...]:
+        """Who answers this agent's asks: as configured, else the caller and, with its key set, the console."""
+        if self.shield is not None and self.shield.approvers is not None:
+            return self.shield.approvers
+        return ("caller", "console") if self.console.key() else ("caller",)
 
     @model_validator(mode="after")
     def _runtime_fits_backend(self) -> "AgentSettings":

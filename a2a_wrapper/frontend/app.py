@@ -1,7 +1,8 @@
 """The A2A front end: a2a-sdk's own routes (card, JSON-RPC, REST, SSE) on Starlette, plus /health and /metrics.
 
-The card, /health and /metrics are open. Every other path is an A2A method behind the guards: the caller's key
-(when callers are configured), then the body limit — a request without a key is refused before its body is read.
+The card, /health and /metrics are open. The operator endpoint (/operator/v1, frontend/operator/) has its own
+key, the console's. Every other path is an A2A method behind the guards: the caller's key (when callers are
+configured), then the body limit — a request without a key is refused before its body is read.
 """
 
 import time
@@ -15,7 +16,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp
 
 from a2a_wrapper.backends.base import Backend
@@ -56,9 +57,10 @@ def build_app(
     runtime: dict[str, Any] | None = None,
     body_timeout: float = 60.0,
     limits: MessageLimits | None = None,
+    operator: BaseRoute | None = None,
 ) -> ASGIApp:
     """`handler` answers the A2A methods (see `request_handler`); `runtime` (where the backend runs and what
-    bounds it) is shown on /health."""
+    bounds it) is shown on /health; `operator` is the console's endpoint (frontend/operator/routes.py)."""
     callers = Callers.from_settings(auth or AuthSettings())  # the keys are read here, at start
     if bool(card.security_requirements) != bool(callers):  # fail closed: never open while the card asks for a key
         raise ConfigError("auth: the card and the front end disagree on callers (build both from the same settings)")
@@ -97,6 +99,7 @@ def build_app(
             *card_routes(card, CARD_PATH, CARD_CACHE),
             Route("/health", health, methods=["GET"]),
             *([Route("/metrics", scrape, methods=["GET"])] if metrics is not None else []),
+            *([operator] if operator is not None else []),  # its own key, outside the callers' guards
             Mount("", routes=a2a_routes, middleware=guards),  # everything else, the SDK's tenant paths included
         ]
     )

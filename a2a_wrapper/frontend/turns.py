@@ -3,8 +3,10 @@
 One turn at a time per caller's context (`ContextLocks`): a second message waits until the running turn ends,
 which may be in a later request when the turn paused for a person. A turn runs within its budget (time waiting
 for a person does not count), and a session the backend lost is reopened once. A pause for a person ends the
-request in `input-required`; the next message on the task resumes the turn, or, with no answer in time, the
-deadline does, acting on the live turn itself. Shutdown aborts every live turn.
+request in `input-required`; the next message on the task resumes the turn, or an operator's answer in the
+console does, or, with no answer in time, the deadline: those two act on the live turn itself. The first answer
+wins (operator/claims.py). Every change a person would see bumps the operator feed. Shutdown aborts every live
+turn.
 """
 
 import asyncio
@@ -14,16 +16,20 @@ from collections import Counter
 from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
 
+from a2a.helpers import new_data_part, new_text_part
 from a2a.server.tasks import TaskUpdater
-from a2a.types import Message
+from a2a.types import Message, TaskState
 
 from a2a_wrapper.backends.base import Backend, Prompt, Session, Turn, events_of
 from a2a_wrapper.errors import BackendError, SessionGone
 from a2a_wrapper.events import Done, Permission, Plan, Question, StreamEvent, Text, Thought, ToolCall, ToolResult, Usage
+from a2a_wrapper.frontend.operator.claims import DEADLINE, Claim, Claims
+from a2a_wrapper.frontend.operator.feed import Feed
 from a2a_wrapper.frontend.reporter import TaskReporter
 from a2a_wrapper.permissions.approvals import Answer, NotAnAnswer, Pending, read_answer
 from a2a_wrapper.permissions.gate import PermissionGate
 from a2a_wrapper.shield.decision import Decision
+from a2a_wrapper.shield.rules import Approver
 from a2a_wrapper.state.sessions import ContextKey, SessionMap
 
 log = logging.getLogger(__name__)
@@ -31,6 +37,7 @@ log = logging.getLogger(__name__)
 SHUTTING_DOWN = "The agent shut down while this turn was running; the turn was aborted. Send the message again."
 CANCELED = "The task was canceled by the caller."
 UNFINISHED = "The backend ended the turn without saying it was done."
+CONSOLE_ANSWERS = "Approvals of this agent are answered by an operator in the console."
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +65,13 @@ class LiveTurn:
     reopened: bool = False  # the backend had lost the session once already
     canceled: bool = False  # the caller canceled the task: nothing more is reported
     pending: Pending | None = None
-    deadline: asyncio.Task[None] | None = field(default=None, repr=False)  # waits for, then drives, the answer
+    # waits for, then drives, the answer: the deadline's, or an operator's from the console
+    deadline: asyncio.Task[None] | None = field(default=None, repr=False)
     steps: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)  # one request, or the deadline, drives it
+    answered: Claim | None = None  # who answered the last request it waited on
+    activity: str = "Starting the turn."  # what the console shows it doing; never changed per text delta
+    started_at: float = field(default_factory=time.time)
+    updated_at: float = field(default_factory=time.time)
 
     @property
     def key(self) -> ContextKey:
@@ -111,7 +123,13 @@ class Turns:
     """The agent's live turns, by task id: started, driven, paused, resumed, canceled and shut down."""
 
     def __init__(
-        self, backend: Backend, sessions: SessionMap, gate: PermissionGate, locks: ContextLocks, turn_timeout: float
+        self,
+        backend: Backend,
+        sessions: SessionMap,
+        gate: PermissionGate,
+        locks: ContextLocks,
+        turn_timeout: float,
+        approvers: tuple[Approver, ...] = ("caller",),
     ) -> None:
         self._backend = backend
         self._sessions = sessions
@@ -122,9 +140,23 @@ class Turns:
         self._drained = asyncio.Event()
         self._drained.set()
         self._closing = False
+        self.approvers = approvers  # who may answer an approval (a question: anyone)
+        self.feed = Feed()
+        self._claims = Claims()
 
     def live(self, task_id: str) -> LiveTurn | None:
         return self._live.get(task_id)
+
+    def every(self) -> list[LiveTurn]:
+        return list(self._live.values())
+
+    def waiting_on(self, approval_id: str) -> LiveTurn | None:
+        """The turn paused on this approval (or question), if any."""
+        return next((live for live in self._live.values() if live.pending and live.pending.id == approval_id), None)
+
+    def claim_of(self, approval_id: str) -> Claim | None:
+        """Who answered this approval, while it is remembered."""
+        return self._claims.get(approval_id)
 
     def waiting(self) -> dict[str, int]:
         """Turns paused for a person, by what they wait for: an approval or an answer to a question."""
@@ -144,8 +176,14 @@ class Turns:
                 await self._advance(live)
 
     async def resume(self, live: LiveTurn, message: Message, updater: TaskUpdater) -> None:
-        """The next message on a paused turn's task: an answer resumes the turn; anything else asks again."""
-        async with live.steps:  # the deadline may be driving it: this message meets what it left
+        """The next message on a paused turn's task: an answer resumes the turn; anything else asks again. After
+        another's answer (the console's, the deadline's) it is refused, and the request follows the turn."""
+        first = self._first_answer(live)
+        if first is not None:
+            await _too_late(updater, first)
+            async with live.steps:  # this request shows the turn until it ends or pauses again
+                return
+        async with live.steps:
             pending = live.pending
             if pending is None:
                 return  # the deadline answered, and the turn has ended since
@@ -154,7 +192,39 @@ class Turns:
             if isinstance(answer, NotAnAnswer):
                 await live.reporter.ask(pending, note=answer.sentence)
                 return
+            if isinstance(pending.request, Permission) and "caller" not in self.approvers:
+                await live.reporter.ask(pending, note=CONSOLE_ANSWERS)
+                return
+            earlier = self._claim(live, pending, f"caller:{live.key.caller}" if live.key.caller else "caller", answer)
+            if earlier is not None:  # the console's answer came while this request waited its turn
+                await _too_late(updater, earlier)
+                return
             await self._resolve(live, pending, answer)
+
+    def answer_for(self, live: LiveTurn, pending: Pending, answer: Answer, person: str) -> Claim | None:
+        """An answer from outside an A2A request (an operator's, "console:NAME"): claimed now, then applied by a task
+        of the turn's, as the deadline's would be. Returns the earlier answer instead when there was one."""
+        earlier = self._claim(live, pending, person, answer)
+        if earlier is None:
+            _stop_deadline(live)
+            live.deadline = asyncio.create_task(self._drive(live, pending, answer, person), name=f"answer-{pending.id}")
+        return earlier
+
+    def _first_answer(self, live: LiveTurn) -> Claim | None:
+        """The answer another gave to what the turn waits on (or, once it goes on, to what it waited on)."""
+        return self._claims.get(live.pending.id) if live.pending is not None else live.answered
+
+    def _claim(self, live: LiveTurn, pending: Pending, who: str, answer: Answer | None) -> Claim | None:
+        """Claims `pending` for this answer (None: the deadline's); the earlier claim when someone answered first."""
+        if answer is None:
+            option = "answer" if isinstance(pending.request, Question) else "deny"
+        else:
+            option = answer.option or "answer"
+        claim = Claim(pending.id, who, option)
+        earlier = self._claims.claim(claim)
+        if earlier is None:
+            live.answered = claim
+        return earlier
 
     async def cancel(self, task_id: str) -> None:
         """A paused turn is rejected and aborted; a running one is aborted when its request is cancelled (by
@@ -185,6 +255,7 @@ class Turns:
                 await self._drained.wait()
         except TimeoutError:
             log.warning("%d turn(s) still running after %.0f s of shutdown", len(self._live), grace)
+        self.feed.close()  # the console's streams end: they must not hold up the server's shutdown
 
     async def _start(self, scope: TurnScope, prompt: Prompt, reporter: TaskReporter) -> LiveTurn | None:
         """Opens the context's session and prepares the turn (the prompt goes out on its first step)."""
@@ -200,6 +271,7 @@ class Turns:
         live = LiveTurn(turn, events_of(turn), reporter, scope, prompt, self._turn_timeout)
         self._live[scope.task_id] = live
         self._drained.clear()
+        self.feed.bump()
         return live
 
     async def _advance(self, live: LiveTurn) -> None:
@@ -271,8 +343,10 @@ class Turns:
             case Usage():
                 reporter.usage(event)
             case ToolCall():
+                self._note(live, f"Running {event.title or event.tool}.")
                 await reporter.tool_call(event)
             case ToolResult():
+                self._note(live, f"Working on after {event.tool}.")
                 await reporter.tool_result(event)
             case Plan():
                 await reporter.plan(event)
@@ -286,32 +360,54 @@ class Turns:
                 return True
         return False
 
+    def _note(self, live: LiveTurn, activity: str) -> None:
+        """What the turn is doing now, for the console."""
+        if activity != live.activity:
+            live.activity, live.updated_at = activity, time.time()
+            self.feed.bump()
+
     async def _pause(self, live: LiveTurn, pending: Pending) -> None:
         live.pending = pending
-        await live.reporter.ask(pending)
+        asked = pending.request
+        waits_for = "an answer" if isinstance(asked, Question) else f"approval of {asked.tool}"
+        self._note(live, f"Waiting for {waits_for}.")
+        note = CONSOLE_ANSWERS if isinstance(asked, Permission) and "caller" not in self.approvers else None
+        await live.reporter.ask(pending, note=note)
         live.deadline = asyncio.create_task(self._expire(live, pending), name=f"deadline-{pending.id}")
 
     async def _expire(self, live: LiveTurn, pending: Pending) -> None:
         """No answer by the deadline: the gate resolves the request on the live turn, which goes on."""
         await asyncio.sleep(max(0.0, pending.expires_at - time.time()))
+        if self._claim(live, pending, DEADLINE, None) is None:
+            await self._drive(live, pending, None)
+
+    async def _drive(self, live: LiveTurn, pending: Pending, answer: Answer | None, person: str | None = None) -> None:
+        """An answer from outside a request (None: the deadline's) resolves the request on the live turn."""
         async with live.steps:
             if live.pending is not pending:
                 return  # answered meanwhile
             live.reporter.clock.resume()
             try:
-                await self._resolve(live, pending, None)
+                await self._resolve(live, pending, answer, person)
             except Exception:  # a boundary: the turn must not be left waiting because this failed
-                log.exception("the deadline's answer for task %s failed; aborting the turn", live.task_id)
+                who = person or DEADLINE
+                log.exception("the answer of %s for task %s failed; aborting the turn", who, live.task_id)
                 self._end(live)
                 await _abort(live.turn)
 
-    async def _resolve(self, live: LiveTurn, pending: Pending, answer: Answer | None) -> None:
+    async def _resolve(
+        self, live: LiveTurn, pending: Pending, answer: Answer | None, person: str | None = None
+    ) -> None:
         """The person's answer (None: the deadline's) goes to the turn through the gate, and the turn goes on."""
         live.pending = None
         _stop_deadline(live)
+        self._note(live, f"Going on after the answer of {live.answered.who if live.answered else 'a person'}.")
         await live.reporter.working()
         try:
-            await (self._gate.expire(live, pending) if answer is None else self._gate.answer(live, pending, answer))
+            if answer is None:
+                await self._gate.expire(live, pending)
+            else:
+                await self._gate.answer(live, pending, answer, person)
         except BaseException:
             self._end(live)
             raise
@@ -324,6 +420,7 @@ class Turns:
         del self._live[live.task_id]
         _stop_deadline(live)
         self._locks.release(live.key)
+        self.feed.bump()
         if not self._live:
             self._drained.set()
 
@@ -334,6 +431,13 @@ def _stop_deadline(live: LiveTurn) -> None:
     if deadline is not None and deadline is not asyncio.current_task():
         deadline.cancel()
         live.deadline = None
+
+
+async def _too_late(updater: TaskUpdater, first: Claim) -> None:
+    """A caller's answer after another's: refused with a sentence naming the first, while the turn goes on."""
+    data = {"type": "approval_answered", "approval": first.approval, "decidedBy": first.who, "option": first.option}
+    message = updater.new_agent_message([new_text_part(first.refusal()), new_data_part(data)])
+    await updater.update_status(TaskState.TASK_STATE_WORKING, message=message)
 
 
 async def _reject(live: LiveTurn, sentence: str) -> None:

@@ -4,7 +4,8 @@ by the person's answer or by the deadline, applied to the turn, audited and coun
 The rules decide with the context's own "always" rules. An allow or a deny reaches the turn at once; an ask
 becomes the `Pending` the turn waits on. No answer by the deadline is an outcome of its own: a deny with the
 EXPIRED sentence (a question is told to go on alone). Who decided is one word, `decided_by`: "rules",
-"deadline", or the person (the caller's name; "person" without auth). The request's class is computed once.
+"deadline", or the person (the caller's name, "person" without auth; "console:NAME" for an operator in the
+fleet's console). The request's class is computed once.
 """
 
 import logging
@@ -69,15 +70,16 @@ class PermissionGate:
     def question(self, question: Question) -> Pending:
         return Pending(question, question.text, "question", self._expiry())
 
-    async def answer(self, turn: GatedTurn, pending: Pending, answer: Answer) -> None:
-        """A person's answer; for a permission past its deadline it is no answer at all."""
+    async def answer(self, turn: GatedTurn, pending: Pending, answer: Answer, person: str | None = None) -> None:
+        """A person's answer; for a permission past its deadline it is no answer at all. `person` is who answered
+        when it is not the turn's caller (an operator in the console: "console:NAME")."""
         request = pending.request
         if isinstance(request, Question):
             await turn.answer(request, answer.text or "")
         elif time.time() >= pending.expires_at:
             await self.expire(turn, pending)
         else:
-            person = turn.key.caller or "person"
+            person = person or turn.key.caller or "person"
             decision = await self._decision_of(turn.key, request, answer, person)
             await self._apply(turn, request, pending.cls, decision, person, _asked_at(pending))
 

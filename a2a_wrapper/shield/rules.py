@@ -50,6 +50,7 @@ from a2a_wrapper.shield.globs import check_command_glob, check_path_glob
 from a2a_wrapper.shield.hosts import check_host_pattern
 
 MATCHERS = ("class_", "tools", "paths", "workspace", "commands", "hosts")
+Approver = Literal["caller", "console"]  # who may answer an ask: the A2A caller, an operator in the console
 
 
 class ShieldError(ConfigError):
@@ -129,6 +130,18 @@ class ShieldConfig(Section):
     defaults: Defaults = Defaults()
     rules: tuple[Rule, ...] = ()
     ask_timeout: float = Field(300.0, gt=0, le=86_400, description="Seconds an ask waits; then it is a deny.")
+    approvers: tuple[Approver, ...] | None = Field(
+        None,
+        description="Who may answer an ask: the caller over A2A, an operator in the fleet's console; "
+        "default both when the console's key is set, else the caller.",
+    )
+
+    @field_validator("approvers")
+    @classmethod
+    def _someone_answers(cls, value: tuple[Approver, ...] | None) -> tuple[Approver, ...] | None:
+        if value is not None and not value:
+            raise ValueError("is empty: name caller, console or both (leave the key out for the default)")
+        return value
 
     @model_validator(mode="after")
     def _unique_names(self) -> "ShieldConfig":

@@ -69,13 +69,17 @@ class AuditLog:
             await db.execute(text(f"INSERT INTO audit VALUES ({columns})"), dict(zip(COLUMNS, values, strict=True)))
 
 
-def recent(database: Path, limit: int) -> list[AuditEntry]:
-    """The newest entries first, read without the agent running (for `a2a-wrap audit`)."""
+def recent(database: Path, limit: int, decision: str | None = None, caller: str | None = None) -> list[AuditEntry]:
+    """The newest entries first, of one decision and one caller when given, read on a connection of its own,
+    whether the agent runs or not (for `a2a-wrap audit`, and the operator endpoint off the loop)."""
     if not database.exists():
         return []
+    filters = {name: value for name, value in (("decision", decision), ("caller", caller)) if value is not None}
+    where = " AND ".join(f"{name} = :{name}" for name in filters)
+    query = f"SELECT * FROM audit {'WHERE ' + where if where else ''} ORDER BY time DESC LIMIT :limit"
     with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
         try:
-            rows = db.execute("SELECT * FROM audit ORDER BY time DESC LIMIT ?", (limit,)).fetchall()
+            rows = db.execute(query, {**filters, "limit": limit}).fetchall()
         except sqlite3.OperationalError:  # no decision recorded yet: the table does not exist
             return []
     return [AuditEntry(*row) for row in rows]
