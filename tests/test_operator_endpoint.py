@@ -6,19 +6,31 @@ person shows on the disk whether the answer let it run; the caller's side is wat
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
+from pydantic import ValidationError
 
 from a2a_wrapper.config.settings import AgentSettings
+from a2a_wrapper.frontend.turns import CONSOLE_ANSWERS
 from a2a_wrapper.offline_model import OfflineModel
 from a2a_wrapper.shield import ShieldConfig
 from tests.conftest import ServedAgent, SettingsFactory, serving
-from tests.helpers.a2a_wire import V1, approval_of, data_parts, final_state, stream
+from tests.helpers.a2a_wire import (
+    V1,
+    answer_text,
+    approval_of,
+    data_parts,
+    final_state,
+    status_text,
+    stream,
+    user_message,
+)
 from tests.helpers.auth import bearer
-from tests.helpers.tool_messages import bash_params
+from tests.helpers.tool_messages import answer_params, bash_params
 
 CONSOLE_KEY = "console-key-7d21c4"
 TOUCH = "touch approved.txt"
@@ -108,3 +120,223 @@ async def test_the_console_sees_the_waiting_approval_and_its_allow_runs_the_comm
         assert again.json()["error"] == f"Approval {approval} was already answered by console:alice (allow_once)."
         state = (await console.get(operator(served, "/state"))).json()
         assert state["approvals"] == [] and state["tasks"] == []
+
+
+@pytest.mark.slow
+async def test_a_deny_from_the_console_keeps_the_command_from_running_and_the_audit_names_the_operator(
+    settings: AgentSettings, offline_model: OfflineModel, http: httpx.AsyncClient, console: httpx.AsyncClient
+) -> None:
+    async with asyncio.timeout(120), serving(settings, offline_model) as served:
+        task, approval = await asked(http, served)
+        watching = Subscription(http, served, task["id"])
+        followed = asyncio.create_task(watching.follow())
+        await watching.open.wait()
+        decided = await answer(console, served, approval, option="deny", operator="bob")
+        assert decided.json() == {"id": approval, "option": "deny", "decidedBy": "console:bob"}
+        events = await followed
+        assert final_state(events) == COMPLETED
+        assert [p["decision"] for p in data_parts(events, "permission")] == ["deny"]
+        assert not (served.workdir / "approved.txt").exists()
+
+        audit = (await console.get(operator(served, "/audit"), params={"decision": "deny"})).json()
+        [entry] = [e for e in audit["entries"] if e["target"] == TOUCH]
+        assert entry["decidedBy"] == "console:bob" and entry["taskId"] == task["id"] and entry["tool"] == "bash"
+        allowed = (await console.get(operator(served, "/audit"), params={"decision": "allow"})).json()["entries"]
+        assert [e for e in allowed if e["tool"] == "bash"] == []
+        for query, sentence in [({"decision": "maybe"}, "decision must be"), ({"limit": "1001"}, "limit must be")]:
+            refused = await console.get(operator(served, "/audit"), params=query)
+            assert refused.status_code == 400 and refused.json()["error"].startswith(sentence)
+
+
+@pytest.mark.slow
+async def test_a_callers_answer_after_the_consoles_is_refused_naming_the_operator_and_the_turn_goes_on(
+    settings: AgentSettings, offline_model: OfflineModel, http: httpx.AsyncClient, console: httpx.AsyncClient
+) -> None:
+    async with asyncio.timeout(120), serving(settings, offline_model) as served:
+        task, approval = await asked(http, served, "sleep 2 && touch late.txt")
+        decided = await answer(console, served, approval, option="allow_once", operator="alice")
+        assert decided.status_code == 200
+        events = await stream(http, served.jsonrpc, answer_params(task, "no"))  # while the command sleeps
+        refused = f"Approval {approval} was already answered by console:alice (allow_once)."
+        assert refused in [status_text(e["statusUpdate"]["status"]) for e in events if "statusUpdate" in e]
+        assert final_state(events) == COMPLETED, "the caller's request follows the turn the console resumed"
+        assert (served.workdir / "late.txt").exists()
+        [entry] = [e for e in (await console.get(operator(served, "/audit"))).json()["entries"] if e["tool"] == "bash"]
+        assert entry["decidedBy"] == "console:alice"
+
+
+@pytest.mark.slow
+async def test_the_console_cannot_answer_after_the_caller_nor_where_only_callers_answer(
+    make_settings: SettingsFactory,
+    console_key: None,
+    offline_model: OfflineModel,
+    http: httpx.AsyncClient,
+    console: httpx.AsyncClient,
+) -> None:
+    async with asyncio.timeout(120), serving(make_settings(shield=ShieldConfig()), offline_model) as served:
+        task, approval = await asked(http, served)
+        assert final_state(await stream(http, served.jsonrpc, answer_params(task, "yes"))) == COMPLETED
+        late = await answer(console, served, approval, option="deny", operator="alice")
+        assert late.status_code == 409
+        assert late.json()["error"] == f"Approval {approval} was already answered by caller (allow_once)."
+        assert (await answer(console, served, "apr_unknown", option="deny", operator="alice")).status_code == 404
+
+    settings = make_settings(shield=ShieldConfig(approvers=["caller"]))
+    async with asyncio.timeout(120), serving(settings, offline_model) as served:
+        task, approval = await asked(http, served, "touch callers-only.txt")
+        assert (await console.get(operator(served, "/state"))).json()["approvers"] == ["caller"]
+        refused = await answer(console, served, approval, option="allow_once", operator="alice")
+        assert refused.status_code == 403 and "callers only" in refused.json()["error"]
+        assert final_state(await stream(http, served.jsonrpc, answer_params(task, "no"))) == COMPLETED
+        assert not (served.workdir / "callers-only.txt").exists()
+
+
+@pytest.mark.slow
+async def test_where_only_the_console_answers_the_callers_yes_leaves_the_task_waiting(
+    make_settings: SettingsFactory,
+    console_key: None,
+    offline_model: OfflineModel,
+    http: httpx.AsyncClient,
+    console: httpx.AsyncClient,
+) -> None:
+    settings = make_settings(shield=ShieldConfig(approvers=["console"]))
+    async with asyncio.timeout(120), serving(settings, offline_model) as served:
+        task, approval = await asked(http, served)
+        events = await stream(http, served.jsonrpc, answer_params(task, "yes"))
+        assert final_state(events) == ASKED
+        assert CONSOLE_ANSWERS in status_text(events[-1]["statusUpdate"]["status"])
+        assert not (served.workdir / "approved.txt").exists()
+        assert (await answer(console, served, approval, option="allow_once", operator="alice")).status_code == 200
+        async with asyncio.timeout(30):
+            while not (served.workdir / "approved.txt").exists():  # noqa: ASYNC110 (the disk offers no event)
+                await asyncio.sleep(0.05)
+
+
+async def read_states(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+    """The `state` events of the operator's event stream, as they come."""
+    event = None
+    async for line in response.aiter_lines():
+        if line.startswith("event:"):
+            event = line[6:].strip()
+        elif line.startswith("data:") and event == "state":
+            yield json.loads(line[5:])
+
+
+@pytest.mark.slow
+async def test_the_event_stream_sends_a_state_when_an_approval_appears_and_when_it_is_answered(
+    settings: AgentSettings, offline_model: OfflineModel, http: httpx.AsyncClient, console: httpx.AsyncClient
+) -> None:
+    async with (
+        asyncio.timeout(120),
+        serving(settings, offline_model) as served,
+        console.stream("GET", operator(served, "/events")) as response,
+    ):
+        assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
+        states = read_states(response)
+        first = await anext(states)
+        assert first["approvals"] == [] and first["tasks"] == []
+        caller = asyncio.create_task(asked(http, served))
+        state = first
+        while not state["approvals"]:
+            state = await anext(states)
+            assert state["version"] > first["version"]
+        [waiting] = state["approvals"]
+        assert waiting["tool"]["command"] == TOUCH
+        assert (await caller)[1] == waiting["id"]
+        await answer(console, served, waiting["id"], option="allow_once", operator="alice")
+        while state["approvals"] or state["tasks"]:
+            state = await anext(states)
+        assert (served.workdir / "approved.txt").exists()
+
+
+@pytest.mark.slow
+async def test_without_the_right_key_the_endpoint_refuses_and_without_a_key_set_it_is_closed(
+    make_settings: SettingsFactory,
+    offline_model: OfflineModel,
+    http: httpx.AsyncClient,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("A2A_WRAP_CONSOLE_KEY", raising=False)
+    async with asyncio.timeout(120), serving(make_settings(shield=ShieldConfig()), offline_model) as served:
+        closed = await http.get(operator(served, "/state"), headers=bearer(CONSOLE_KEY))
+        assert closed.status_code == 403 and "A2A_WRAP_CONSOLE_KEY" in closed.json()["error"]
+
+    monkeypatch.setenv("A2A_WRAP_CONSOLE_KEY", CONSOLE_KEY)
+    async with asyncio.timeout(120), serving(make_settings(shield=ShieldConfig()), offline_model) as served:
+        for headers in [{}, bearer("not-the-key"), {"Authorization": f"Basic {CONSOLE_KEY}"}]:
+            refused = await http.get(operator(served, "/state"), headers=headers)
+            assert refused.status_code == 401 and refused.headers["WWW-Authenticate"] == "Bearer"
+            assert refused.json()["error"]
+        padded = await http.get(operator(served, "/state"), headers={"Authorization": f"Bearer \t{CONSOLE_KEY}"})
+        assert padded.status_code == 200
+        for body, sentence in [
+            (b"[]", "The body must be a JSON object"),
+            (json.dumps({"option": "sometimes", "operator": "alice"}).encode(), "option must be one of"),
+            (json.dumps({"option": "deny", "operator": ""}).encode(), "operator must be"),
+        ]:
+            bad = await http.post(operator(served, "/approvals/apr_x"), content=body, headers=bearer(CONSOLE_KEY))
+            assert bad.status_code == 400 and bad.json()["error"].startswith(sentence)
+
+
+@pytest.mark.parametrize(
+    ("shield", "key", "error"),
+    [
+        ({"approvers": []}, CONSOLE_KEY, "shield.approvers"),
+        ({"approvers": ["caller", "boss"]}, CONSOLE_KEY, "shield.approvers.1"),
+        ({"approvers": ["console"]}, "", "A2A_WRAP_CONSOLE_KEY"),
+    ],
+)
+def test_approvers_that_no_one_can_be_are_a_config_error(
+    shield: dict[str, Any], key: str, error: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("A2A_WRAP_CONSOLE_KEY", key)
+    with pytest.raises(ValidationError, match=re.escape(error)):
+        AgentSettings(card={"name": "a"}, shield=shield)
+
+
+@pytest.mark.parametrize(
+    ("shield", "key", "approvers"),
+    [
+        (None, CONSOLE_KEY, ("caller", "console")),
+        (None, "", ("caller",)),
+        ({"approvers": ["console"]}, CONSOLE_KEY, ("console",)),
+        ({"approvers": ["caller"]}, CONSOLE_KEY, ("caller",)),
+    ],
+)
+def test_who_answers_by_default_depends_on_the_console_key(
+    shield: dict[str, Any] | None, key: str, approvers: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("A2A_WRAP_CONSOLE_KEY", key)
+    assert AgentSettings(card={"name": "a"}, shield=shield).approvers == approvers
+
+
+@pytest.mark.slow
+async def test_the_console_answers_a_question_with_text(
+    make_settings: SettingsFactory,
+    console_key: None,
+    offline_model: OfflineModel,
+    http: httpx.AsyncClient,
+    console: httpx.AsyncClient,
+) -> None:
+    question = {
+        "questions": [
+            {"question": "Which color?", "header": "Color", "options": [{"label": "Red", "description": "warm"}]}
+        ]
+    }
+    message = {"message": user_message(f"[[question:{json.dumps(question)}]]")}
+    async with asyncio.timeout(120), serving(make_settings(auto_approve=True), offline_model) as served:
+        events = await stream(http, served.jsonrpc, message)
+        assert final_state(events) == ASKED
+        [waiting] = (await console.get(operator(served, "/state"))).json()["approvals"]
+        assert waiting["type"] == "question" and waiting["text"] == "Which color?"
+        assert waiting["options"] == [{"id": "Red", "label": "Red"}]
+        wrong = await answer(console, served, waiting["id"], option="allow_once", operator="alice")
+        assert wrong.status_code == 400 and "is a question" in wrong.json()["error"]
+
+        watching = Subscription(http, served, events[0]["task"]["id"])
+        followed = asyncio.create_task(watching.follow())
+        await watching.open.wait()
+        decided = await answer(console, served, waiting["id"], text="Blue", operator="alice")
+        assert decided.json() == {"id": waiting["id"], "option": "answer", "decidedBy": "console:alice"}
+        resumed = await followed
+        assert final_state(resumed) == COMPLETED and "Blue" in answer_text(resumed)

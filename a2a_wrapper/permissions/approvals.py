@@ -21,7 +21,9 @@ EXTENSION_DESCRIPTION = (
     '{"type":"approval_request","approval":{"id","tool":{kind,name,paths,command,url},"class","rule",'
     '"options":[allow_once|allow_context|deny],"expiresAt"}}; answer on the same task with a data part '
     '{"approval":ID,"option":OPTION} or the word yes, no or always. A question from the agent comes as '
-    '{"type":"question","question":{"id","text","options"}} and any text answers it.'
+    '{"type":"question","question":{"id","text","options"}} and any text answers it. An operator may answer '
+    "instead, in the fleet's console, through the agent's operator endpoint (/operator/v1, the console's key); "
+    "the first answer wins, a later one is refused with a sentence naming who answered."
 )
 Option = Literal["allow_once", "allow_context", "deny"]
 OPTIONS: dict[Option, str] = {"allow_once": "Allow once", "allow_context": "Allow for this context", "deny": "Deny"}
