@@ -302,14 +302,28 @@ def model(port: int, host: str) -> None:
     type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
     help="Of the log on stderr: the fleet's and its agents' (default WARNING; INFO: each decision and restart).",
 )
-def demo(port: int, state_dir: Path | None, log_level: str | None) -> None:
-    """The offline model and a fleet of three agents (OpenCode, Copilot, an ACP agent) behind one registry;
-    prints where each agent and its workspace is, a line as each is ready, then commands to try. A second
-    demo runs beside it on another --port (its own state folder)."""
+@click.option(
+    "--operator",
+    "operators",
+    multiple=True,
+    metavar="NAME:ENV_VAR",
+    help="Someone who signs in to the console at /console with the key in ENV_VAR (repeatable; none: the console "
+    "answers this machine only, without sign-in).",
+)
+def demo(port: int, state_dir: Path | None, log_level: str | None, operators: tuple[str, ...]) -> None:
+    """The offline model and a fleet of three agents (OpenCode, Copilot, an ACP agent) behind one registry and
+    its console; prints where each agent and its workspace is, a line as each is ready, then commands to try.
+    A second demo runs beside it on another --port (its own state folder)."""
     from a2a_wrapper.fleet.demo import run_demo
 
+    named = []
+    for operator in operators:
+        name, colon, key_env = operator.partition(":")
+        if not (name and colon and key_env):
+            raise click.BadParameter(f"{operator!r} is not NAME:ENV_VAR", param_hint="--operator")
+        named.append((name, key_env))
     _fleet_logging(log_level, default="WARNING")
-    _run(run_demo(port, state_dir, click.echo))
+    _run(run_demo(port, state_dir, click.echo, named))
 
 
 @main.command("send")
@@ -435,6 +449,44 @@ def registry(urls: tuple[str, ...], host: str, port: int, health_interval: float
             raise click.BadParameter(f"{url!r} is not an http(s) URL", param_hint="--agent")
     settings = RegistrySettings(host=host, port=port, health_interval=health_interval)
     _run(run_registry([RemoteSpec(url.rstrip("/")) for url in urls], settings))
+
+
+@main.group()
+def deploy() -> None:
+    """Render the fleet's configs for a platform that runs them (Kubernetes)."""
+
+
+@deploy.command("kubernetes")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "-o", "--output", type=click.Path(file_okay=False, path_type=Path), default=Path("k8s"), show_default=True,
+    help="The folder to write; refused when it holds files an earlier render did not write.",
+)
+@click.option(
+    "--image", default="local/a2a-wrapper:dev", show_default=True,
+    help="The a2a-wrapper image (compose/build-image.sh builds it); push it to a registry the cluster pulls from.",
+)
+@click.option("--namespace", default="a2a-fleet", show_default=True, help="The namespace, rendered as an object.")
+@click.option("--storage", default="10Gi", show_default=True, help="Each agent's volume (state and workspace).")
+@click.option("--postgres-secret", help="A Secret whose key `url` holds the state's Postgres URL (A2A_WRAP_STATE__URL).")
+@click.option("--registry/--no-registry", default=True, show_default=True, help="Render the registry listing them.")
+def deploy_kubernetes(paths: tuple[Path, ...], output: Path, **options: Any) -> None:
+    """Write Kubernetes manifests for the agents PATHS name (as `a2a-wrap fleet` takes them): per agent a
+    StatefulSet, Service, ConfigMap and NetworkPolicy; the registry; a kustomization for `kubectl apply -k`.
+
+    The configs are loaded as the fleet loads them, so the variables they name must be set here; only their
+    names are written: each agent reads them from a Secret `<agent>-keys`, listed at the end, never rendered.
+    """
+    from a2a_wrapper.deploy.manifests import load_deployment, render_kubernetes, summary, write_rendering
+    from a2a_wrapper.deploy.options import KubernetesOptions
+
+    try:
+        settings = KubernetesOptions(**options)
+        rendering = render_kubernetes(load_deployment(list(paths)), settings)
+        write_rendering(rendering, output)
+    except WrapperError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(summary(rendering, output, settings))
 
 
 @main.command()

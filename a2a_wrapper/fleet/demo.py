@@ -14,7 +14,7 @@ naming the first one's pid and saying how to run a second one, before it writes 
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from a2a_wrapper.state.lock import FolderBusy, FolderLock
 # Shell commands, edits and fetches are put to the caller (input-required); reads are allowed.
 DEMO_SHIELD = {"defaults": {"read": "allow"}}
 AGENT_NAMES = ("opencode-coder", "copilot-coder", "acp-reviewer")  # on the registry's port + 1, + 2, + 3
+DemoOperator = tuple[str, str]  # (name, the environment variable holding the key), as --operator NAME:ENV_VAR
 
 
 def _card(name: str, description: str, skill: str, tags: list[str]) -> dict[str, Any]:
@@ -88,8 +89,11 @@ def demo_agents(model: OfflineModel, state_dir: Path) -> dict[str, dict[str, Any
     }
 
 
-def write_fleet(model: OfflineModel, state_dir: Path, registry_port: int) -> Path:
-    """One folder per agent with its config, and the fleet file naming them; returns the fleet file."""
+def write_fleet(
+    model: OfflineModel, state_dir: Path, registry_port: int, operators: Sequence[DemoOperator] = ()
+) -> Path:
+    """One folder per agent with its config, and the fleet file naming them (and the console's operators);
+    returns the fleet file."""
     agents = []
     for offset, (name, config) in enumerate(demo_agents(model, state_dir).items(), start=1):
         folder = state_dir / name
@@ -103,7 +107,10 @@ def write_fleet(model: OfflineModel, state_dir: Path, registry_port: int) -> Pat
         (folder / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
         agents.append({"config": f"{name}/config.yaml"})
     fleet_file = state_dir / "fleet.yaml"
-    fleet = {"registry": {"host": "127.0.0.1", "port": registry_port}, "agents": agents}
+    registry: dict[str, Any] = {"host": "127.0.0.1", "port": registry_port}
+    if operators:
+        registry["operators"] = [{"name": name, "key_env": key_env} for name, key_env in operators]
+    fleet = {"registry": registry, "agents": agents}
     fleet_file.write_text(yaml.safe_dump(fleet, sort_keys=False))
     return fleet_file
 
@@ -173,10 +180,17 @@ class Announcements:
         say = self._announce
         say(f"offline model: {model.base_url}")
         say(f"registry:      {self._registry}/agents   (the agents' cards, states and skills)")
+        say(f"console:       {self._registry}/console   ({self._who_signs_in()})")
         say(f"state:         {state_dir}   (this demo's own; a second demo takes another --port)")
         for agent in self._fleet.agents:
             say(f"agent:         {agent.name:<15} {agent.url}   workspace {agent.settings.backend.workdir}")
         say(f"starting {len(self._fleet.agents)} agents (a first start unpacks Copilot's CLI: a minute or so)")
+
+    def _who_signs_in(self) -> str:
+        operators = [operator.name for operator in self._fleet.registry.operators]
+        if not operators:
+            return "this machine only, no sign-in; --operator NAME:ENV_VAR adds one who signs in"
+        return "sign in as " + " or ".join(operators) + " with the key in its variable"
 
     def running(self, agent: SupervisedAgent) -> None:
         seconds = time.monotonic() - self._started
@@ -200,13 +214,19 @@ class Announcements:
         say("Ctrl-C stops everything (the agents and their backends; a second Ctrl-C kills them at once).")
 
 
-async def run_demo(registry_port: int, state_dir: Path | None, announce: Callable[[str], None]) -> None:
-    """Runs until interrupted; `announce` shows the user where things are."""
+async def run_demo(
+    registry_port: int,
+    state_dir: Path | None,
+    announce: Callable[[str], None],
+    operators: Sequence[DemoOperator] = (),
+) -> None:
+    """Runs until interrupted; `announce` shows the user where things are. `operators` sign in to the console,
+    each with the key in its environment variable."""
     folder = (state_dir or demo_state_dir(registry_port)).resolve()
     with _claimed(folder, registry_port, state_dir is not None):
         _check_ports(registry_port)
         async with OfflineModel() as model:
-            fleet = load_fleet([write_fleet(model, folder, registry_port)])
+            fleet = load_fleet([write_fleet(model, folder, registry_port, operators)])
             announcements = Announcements(fleet, announce)
             announcements.where(model, folder)
             await run_fleet(fleet, announcements.running)

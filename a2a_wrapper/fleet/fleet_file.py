@@ -1,5 +1,7 @@
-"""The fleet file: which agents to run, where the registry listens, how crashes are handled."""
+"""The fleet file: which agents to run, where the registry listens, who operates its console, how crashes are
+handled."""
 
+import os
 from pathlib import Path
 
 from pydantic import Field, ValidationError, model_validator
@@ -10,12 +12,48 @@ from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.sections import Section
 
 DEFAULT_REGISTRY_PORT = 8800
+ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"  # an environment variable's name, as an agent's callers take it
+
+
+def key_from_env(key_env: str, whose: str) -> str:
+    """The key in `key_env`; unset or empty fails closed, naming the variable and whose key it is."""
+    key = os.environ.get(key_env, "")
+    if not key:
+        raise ValueError(f"{whose}: environment variable {key_env} is unset or empty")
+    return key
+
+
+class Operator(Section):
+    """A person who signs in to the registry's console and answers approvals; the key is read from `key_env`."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$", description="Who the operator is, in the audit.")
+    key_env: str = Field(pattern=ENV_NAME, description="The environment variable holding the operator's key.")
+
+    def key(self) -> str:
+        return key_from_env(self.key_env, f"operator {self.name!r}")
+
+    @model_validator(mode="after")
+    def _key_is_set(self) -> "Operator":
+        self.key()
+        return self
 
 
 class RegistrySettings(Section):
     host: str = Field("127.0.0.1", description="Address the registry binds.")
     port: int = Field(DEFAULT_REGISTRY_PORT, ge=1, le=65535)
     health_interval: float = Field(10.0, gt=0, description="Seconds between health calls to each agent.")
+    operators: list[Operator] = Field(
+        [], description="Who may sign in to the console at /console; none: it answers loopback peers only."
+    )
+
+    @model_validator(mode="after")
+    def _distinct(self) -> "RegistrySettings":
+        for attribute in ("name", "key_env"):
+            values = [getattr(operator, attribute) for operator in self.operators]
+            repeated = sorted({value for value in values if values.count(value) > 1})
+            if repeated:
+                raise ValueError(f"operators: {attribute} {', '.join(repeated)} appears more than once")
+        return self
 
 
 class RestartPolicy(Section):
@@ -37,6 +75,11 @@ class AgentEntry(Section):
     port: int | None = Field(None, ge=1, le=65535, description="Overrides the config's server.port.")
     url: str | None = Field(None, pattern=r"^https?://[^/\s]+", description="An agent run elsewhere, only listed.")
     name: str | None = Field(None, min_length=1, description="For a `url` agent: its name before its card is read.")
+    console_key_env: str | None = Field(
+        None,
+        pattern=ENV_NAME,
+        description="For a `url` agent: the variable (in the registry's environment) holding its console key.",
+    )
 
     @model_validator(mode="after")
     def _config_or_url(self) -> "AgentEntry":
@@ -44,6 +87,10 @@ class AgentEntry(Section):
             raise ValueError("an agent entry has exactly one of `config` (run it) or `url` (list it)")
         if self.url is not None and self.port is not None:
             raise ValueError("`port` applies to a `config` agent; a `url` agent's port is in its URL")
+        if self.console_key_env is not None:
+            if self.url is None:
+                raise ValueError("`console_key_env` applies to a `url` agent; the fleet keys the agents it runs")
+            key_from_env(self.console_key_env, f"the console key of the agent at {self.url}")
         return self
 
 

@@ -11,6 +11,8 @@ SIGTERM and the restart policy's grace before SIGKILL); a second one kills every
 import asyncio
 import contextlib
 import logging
+import os
+import secrets
 import signal
 import socket
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -19,12 +21,16 @@ import httpx
 import uvicorn
 
 from a2a_wrapper.config.settings import ServerSettings
+from a2a_wrapper.fleet.console.access import Gate
+from a2a_wrapper.fleet.console.hub import Hub
+from a2a_wrapper.fleet.console.operators import Operators
+from a2a_wrapper.fleet.console.routes import ConsoleRoutes
 from a2a_wrapper.fleet.fleet_file import RegistrySettings
 from a2a_wrapper.fleet.ownership import StateLocks
 from a2a_wrapper.fleet.registry import Listed, build_registry_app
 from a2a_wrapper.fleet.reload import watch_fleet
 from a2a_wrapper.fleet.remote import RemoteAgent
-from a2a_wrapper.fleet.spec import AgentSpec, Fleet, RemoteSpec
+from a2a_wrapper.fleet.spec import CONSOLE_KEY_ENV, AgentSpec, Fleet, RemoteSpec
 from a2a_wrapper.fleet.supervisor import OnRunning, SupervisedAgent, Supervisor
 from a2a_wrapper.frontend.edge.server_config import uvicorn_config
 from a2a_wrapper.ports import bind_port
@@ -81,23 +87,45 @@ def check_ports(agents: Sequence[AgentSpec]) -> None:
 async def _registry(
     settings: RegistrySettings, listing: Callable[[], Sequence[Listed]], http: httpx.AsyncClient
 ) -> AsyncIterator[None]:
-    """The registry app served and every agent's health polled, both stopped on exit."""
+    """The registry app and its console served and every agent's health polled, all stopped on exit."""
     sock = _bind(settings)
     limits = ServerSettings(host=settings.host, port=settings.port)  # an agent's default limits
-    config = uvicorn_config(build_registry_app(listing), limits, timeout_graceful_shutdown=5)
-    server = _RegistryServer(config)
-    serving = asyncio.create_task(server.serve(sockets=[sock]), name="registry")
-    polling = asyncio.create_task(_poll_health(listing, http, settings.health_interval), name="health")
-    log.info("registry at http://%s:%d/agents", settings.host, settings.port)
-    try:
-        yield
-    finally:
-        polling.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await polling
-        server.should_exit = True
-        await serving
-        sock.close()
+    hub, gate = Hub(listing), Gate(Operators.from_settings(settings.operators))
+    app = build_registry_app(listing, ConsoleRoutes(hub, gate).routes())
+    server = _RegistryServer(uvicorn_config(app, limits, timeout_graceful_shutdown=5))
+    async with hub.running():
+        serving = asyncio.create_task(server.serve(sockets=[sock]), name="registry")
+        polling = asyncio.create_task(_poll_health(listing, http, settings.health_interval), name="health")
+        log.info("registry at http://%s:%d/agents", settings.host, settings.port)
+        _log_console(settings, gate)
+        try:
+            yield
+        finally:
+            polling.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await polling
+            hub.close()  # the browsers' event streams end, so that the server stops without waiting on them
+            server.should_exit = True
+            await serving
+            sock.close()
+
+
+def _log_console(settings: RegistrySettings, gate: Gate) -> None:
+    url = f"http://{settings.host}:{settings.port}/console"
+    if gate.loopback_only:
+        log.warning(
+            "console at %s answers loopback only, without sign-in: no operators in the fleet file "
+            "(registry.operators: [{name, key_env}])",
+            url,
+        )
+    else:
+        log.info("console at %s (%d operators sign in with their keys)", url, len(settings.operators))
+
+
+def console_key() -> str:
+    """The key every supervised agent's operator endpoint takes: the registry's A2A_WRAP_CONSOLE_KEY, else one
+    made for this run (the agents get it in their environment; it is never written down)."""
+    return os.environ.get(CONSOLE_KEY_ENV) or secrets.token_urlsafe(32)
 
 
 async def _poll_health(listing: Callable[[], Sequence[Listed]], http: httpx.AsyncClient, interval: float) -> None:
@@ -127,7 +155,8 @@ async def run_fleet(fleet: Fleet, on_running: OnRunning | None = None) -> None:
 async def _run_claimed(fleet: Fleet, locks: StateLocks, on_running: OnRunning | None) -> None:
     with Signals().installed() as signals:
         async with httpx.AsyncClient(timeout=10) as http:
-            supervisor = Supervisor(fleet.restart, http, _noting_all_running(fleet, on_running))
+            running = _noting_all_running(fleet, on_running)
+            supervisor = Supervisor(fleet.restart, http, running, console_key())
             remotes = [RemoteAgent(spec) for spec in fleet.remotes]
 
             def listing() -> list[Listed]:

@@ -78,7 +78,7 @@ def _add_fleet_file(found: Discovery, path: Path) -> None:
     found.fleet_file, found.registry, found.restart = path, fleet_file.registry, fleet_file.restart
     for entry in fleet_file.agents:
         if entry.url is not None:
-            found.remotes.append(RemoteSpec(entry.url.rstrip("/"), entry.name))
+            found.remotes.append(RemoteSpec(entry.url.rstrip("/"), entry.name, entry.console_key_env))
         else:
             assert entry.config is not None
             found.configs.append(ConfigSource((path.parent / entry.config).resolve(), entry.port))

@@ -1,4 +1,5 @@
-"""The registry: GET /agents (optionally ?skill=TAG_OR_ID), GET /agents/{name}, GET /health.
+"""The registry: GET /agents (optionally ?skill=TAG_OR_ID), GET /agents/{name}, GET /health, and the console's
+routes under /console (see console/routes.py).
 
 Each agent is described as
 `{name, url, card_url, state, backend, model, skills: [{id, name, tags}], last_health, restarts, ...}`;
@@ -10,9 +11,14 @@ from typing import Any, Protocol
 
 import httpx
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
+
+from a2a_wrapper.fleet.console.headers import SecurityHeaders
+
+CONSOLE_PATH = "/console"
 
 
 class Listed(Protocol):
@@ -20,6 +26,10 @@ class Listed(Protocol):
 
     @property
     def name(self) -> str: ...
+
+    @property
+    def console_key(self) -> str | None:
+        """The key the console presents to the agent's operator endpoint; None when the registry has none."""
 
     def describe(self) -> dict[str, Any]: ...
 
@@ -47,8 +57,9 @@ def has_skill(entry: dict[str, Any], skill: str) -> bool:
     )
 
 
-def build_registry_app(listing: Callable[[], Sequence[Listed]]) -> Starlette:
-    """`listing` returns the agents of the moment (hot reload changes them)."""
+def build_registry_app(listing: Callable[[], Sequence[Listed]], console: Sequence[BaseRoute] = ()) -> Starlette:
+    """`listing` returns the agents of the moment (hot reload changes them); `console` the console's routes,
+    every response under /console given the console's security headers."""
 
     async def agents(request: Request) -> JSONResponse:
         entries = [agent.describe() for agent in listing()]
@@ -75,5 +86,7 @@ def build_registry_app(listing: Callable[[], Sequence[Listed]]) -> Starlette:
             Route("/agents", agents, methods=["GET"]),
             Route("/agents/{name}", agent, methods=["GET"]),
             Route("/health", health, methods=["GET"]),
-        ]
+            *console,
+        ],
+        middleware=[Middleware(SecurityHeaders, prefix=CONSOLE_PATH)],
     )

@@ -1,5 +1,6 @@
 """An agent the registry lists but does not run (its own container, another host): known by its card and /health."""
 
+import os
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -7,7 +8,7 @@ import httpx
 
 from a2a_wrapper.fleet.health import fetch_card, probe_health
 from a2a_wrapper.fleet.registry import describe_agent
-from a2a_wrapper.fleet.spec import RemoteSpec
+from a2a_wrapper.fleet.spec import CONSOLE_KEY_ENV, RemoteSpec
 
 
 class RemoteAgent:
@@ -24,6 +25,12 @@ class RemoteAgent:
         if self.card and self.card.get("name"):
             return str(self.card["name"])
         return urlsplit(self.spec.url).netloc
+
+    @property
+    def console_key(self) -> str | None:
+        """From the fleet file's `console_key_env`, else the registry's own A2A_WRAP_CONSOLE_KEY (compose sets one
+        for the registry and its agents)."""
+        return os.environ.get(self.spec.console_key_env or CONSOLE_KEY_ENV) or None
 
     @property
     def state(self) -> str:

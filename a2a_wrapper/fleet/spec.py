@@ -8,6 +8,8 @@ from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.fleet.fleet_file import RegistrySettings, RestartPolicy
 from a2a_wrapper.frontend.card import CARD_PATH
 
+CONSOLE_KEY_ENV = "A2A_WRAP_CONSOLE_KEY"  # the key an agent's operator endpoint takes, unless its config names another
+
 
 @dataclass(frozen=True)
 class AgentSpec:
@@ -42,6 +44,7 @@ class RemoteSpec:
 
     url: str
     name: str | None = None
+    console_key_env: str | None = None  # where the registry finds the key of its operator endpoint
 
     @property
     def card_url(self) -> str:

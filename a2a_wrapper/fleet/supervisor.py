@@ -24,7 +24,7 @@ from a2a_wrapper.fleet.agent_log import AgentLog, log_path
 from a2a_wrapper.fleet.fleet_file import RestartPolicy
 from a2a_wrapper.fleet.health import probe_health
 from a2a_wrapper.fleet.registry import describe_agent
-from a2a_wrapper.fleet.spec import AgentSpec
+from a2a_wrapper.fleet.spec import CONSOLE_KEY_ENV, AgentSpec
 from a2a_wrapper.frontend.card import build_card
 from a2a_wrapper.process import ChildProcess
 
@@ -39,9 +39,15 @@ _START_MARGIN = 30.0  # the interpreter, the database and the front end, on top 
 
 class SupervisedAgent:
     def __init__(
-        self, spec: AgentSpec, policy: RestartPolicy, http: httpx.AsyncClient, on_running: "OnRunning | None" = None
+        self,
+        spec: AgentSpec,
+        policy: RestartPolicy,
+        http: httpx.AsyncClient,
+        on_running: "OnRunning | None" = None,
+        console_key: str | None = None,
     ) -> None:
         self.spec = spec
+        self.console_key = console_key  # handed to the child, which opens its operator endpoint to that key
         self.state: State = "starting"
         self.restarts = 0
         self.pid: int | None = None
@@ -111,7 +117,7 @@ class SupervisedAgent:
         child = ChildProcess(
             self.name,
             self.spec.argv(),
-            {**os.environ, **CHILD_LOGGING},
+            {**os.environ, **CHILD_LOGGING, **self._console_env()},
             self.spec.config.parent,
             output_level=None,
             on_line=self.log_file.line,
@@ -136,6 +142,9 @@ class SupervisedAgent:
             return "stopped"
         self.log_file.line(f"--- fleet: {life.result()}")
         return life.result()
+
+    def _console_env(self) -> dict[str, str]:
+        return {CONSOLE_KEY_ENV: self.console_key} if self.console_key else {}
 
     async def _live(self, child: ChildProcess) -> str:
         timeout = self.spec.settings.backend.startup_timeout + _START_MARGIN
@@ -196,9 +205,16 @@ OnRunning = Callable[[SupervisedAgent], None]
 class Supervisor:
     """The fleet's agents by config file; each supervised in its own task, every task awaited at teardown."""
 
-    def __init__(self, policy: RestartPolicy, http: httpx.AsyncClient, on_running: "OnRunning | None" = None) -> None:
+    def __init__(
+        self,
+        policy: RestartPolicy,
+        http: httpx.AsyncClient,
+        on_running: "OnRunning | None" = None,
+        console_key: str | None = None,
+    ) -> None:
         self._policy = policy
         self._http = http
+        self._console_key = console_key  # one per fleet run: every agent's operator endpoint takes it
         self._on_running = on_running  # called each time an agent's /health first answers (after each start)
         self._agents: dict[Path, SupervisedAgent] = {}
         self._tasks: dict[Path, asyncio.Task[None]] = {}
@@ -212,7 +228,7 @@ class Supervisor:
 
     def start(self, spec: AgentSpec) -> None:
         assert spec.config not in self._agents, f"{spec.config} is already supervised"
-        agent = SupervisedAgent(spec, self._policy, self._http, self._on_running)
+        agent = SupervisedAgent(spec, self._policy, self._http, self._on_running, self._console_key)
         self._agents[spec.config] = agent
         self._tasks[spec.config] = asyncio.create_task(agent.run(), name=f"supervise-{spec.name}")
         log.info("[%s] starting from %s on port %d", spec.name, spec.config, spec.port)
