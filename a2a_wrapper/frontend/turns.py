@@ -346,7 +346,7 @@ class Turns:
                 self._note(live, f"Running {event.title or event.tool}.")
                 await reporter.tool_call(event)
             case ToolResult():
-                self._note(live, f"Working on after {event.tool}.")
+                self._note(live, f"Reading what {event.tool} returned.")
                 await reporter.tool_result(event)
             case Plan():
                 await reporter.plan(event)

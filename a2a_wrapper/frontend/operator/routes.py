@@ -10,6 +10,7 @@ callers' guards. JSON in camelCase; a refusal is `{"error": SENTENCE}`.
 import asyncio
 import json
 import re
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,8 @@ def operator_routes(agent: str, turns: Turns, console: ConsoleSettings, database
             return _error(f"No approval {approval_id} waits on this agent.", 404)
         if isinstance(pending.request, Question) != (answer.option is None):
             return _error(_mismatch(approval_id, answer), 400)
+        if time.time() >= pending.expires_at:  # the deadline is about to answer it: this answer would be none
+            return _error(f"Approval {approval_id} expired unanswered; the deadline answers it.", 409)
         decided_by = f"console:{operator}"
         earlier = turns.answer_for(live, pending, answer, decided_by)
         if earlier is not None:
