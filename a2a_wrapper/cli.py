@@ -10,10 +10,12 @@ from typing import Any
 
 import click
 from google.protobuf.json_format import MessageToDict
+from pydantic import ValidationError
 
 from a2a_wrapper.backends import install as installer
-from a2a_wrapper.config.files import load_config
+from a2a_wrapper.config.files import describe_errors, load_config
 from a2a_wrapper.config.settings import AgentSettings
+from a2a_wrapper.deploy.options import DEFAULT_IMAGE, DEFAULT_NAMESPACE, DEFAULT_STORAGE
 from a2a_wrapper.errors import WrapperError
 from a2a_wrapper.events import KINDS, ToolKind
 from a2a_wrapper.frontend.card import build_card
@@ -240,13 +242,14 @@ def audit(config_path: Path | None, limit: int) -> None:
     from datetime import UTC, datetime
 
     from a2a_wrapper.state.audit import recent
+    from a2a_wrapper.state.engines import state_database
     from a2a_wrapper.text_table import text_table
 
     settings = _load(config_path)
-    assert settings.state_dir is not None
-    entries = recent(settings.state_dir / "state.db", limit)
+    database = state_database(settings)
+    entries = recent(database, limit)
     if not entries:
-        click.echo(f"no decisions recorded in {settings.state_dir / 'state.db'}")
+        click.echo(f"no decisions recorded in {database}")
         return
     rows = [("time", "context", "task", "caller", "tool", "class", "decision", "rule", "by", "ms", "target")]
     for e in entries:
@@ -288,6 +291,12 @@ def model(port: int, host: str) -> None:
     run(host, port)
 
 
+OPERATOR_HELP = (
+    "Someone who signs in to the console at /console with the key in ENV_VAR (repeatable; none: the console "
+    "answers this machine only, without sign-in)."
+)
+
+
 @main.command()
 @click.option(
     "--port", type=int, default=8800, show_default=True, help="Port of the registry; the agents take the next three."
@@ -307,8 +316,7 @@ def model(port: int, host: str) -> None:
     "operators",
     multiple=True,
     metavar="NAME:ENV_VAR",
-    help="Someone who signs in to the console at /console with the key in ENV_VAR (repeatable; none: the console "
-    "answers this machine only, without sign-in).",
+    help=OPERATOR_HELP,
 )
 def demo(port: int, state_dir: Path | None, log_level: str | None, operators: tuple[str, ...]) -> None:
     """The offline model and a fleet of three agents (OpenCode, Copilot, an ACP agent) behind one registry and
@@ -316,14 +324,20 @@ def demo(port: int, state_dir: Path | None, log_level: str | None, operators: tu
     A second demo runs beside it on another --port (its own state folder)."""
     from a2a_wrapper.fleet.demo import run_demo
 
-    named = []
-    for operator in operators:
-        name, colon, key_env = operator.partition(":")
-        if not (name and colon and key_env):
-            raise click.BadParameter(f"{operator!r} is not NAME:ENV_VAR", param_hint="--operator")
-        named.append((name, key_env))
+    named = _operator_pairs(operators)
     _fleet_logging(log_level, default="WARNING")
     _run(run_demo(port, state_dir, click.echo, named))
+
+
+def _operator_pairs(values: tuple[str, ...]) -> list[tuple[str, str]]:
+    """--operator NAME:ENV_VAR, each as (name, the variable holding the key)."""
+    pairs = []
+    for value in values:
+        name, colon, key_env = value.partition(":")
+        if not (name and colon and key_env):
+            raise click.BadParameter(f"{value!r} is not NAME:ENV_VAR", param_hint="--operator")
+        pairs.append((name, key_env))
+    return pairs
 
 
 @main.command("send")
@@ -332,9 +346,7 @@ def demo(port: int, state_dir: Path | None, log_level: str | None, operators: tu
 @click.option("--context", "context_id", help="Continue this conversation (the contextId printed by an earlier send).")
 @click.option("--key", help="A caller's key, sent as a bearer token (--key-env keeps it out of the process list).")
 @click.option("--key-env", help="The environment variable holding the key.")
-@click.option(
-    "--header", "headers", multiple=True, metavar="'NAME: VALUE'", help="Sent on every request (repeatable)."
-)
+@click.option("--header", "headers", multiple=True, metavar="'NAME: VALUE'", help="Sent on every request (repeatable).")
 @click.option("--json", "raw", is_flag=True, help="Print every event as one JSON line instead of the live view.")
 def send_message(
     url: str,
@@ -430,7 +442,8 @@ def fleet(paths: tuple[Path, ...], host: str | None, port: int | None, log_level
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (0.0.0.0 in a container).")
 @click.option("--port", type=click.IntRange(1, 65535), default=8800, show_default=True)
 @click.option("--health-interval", type=click.FloatRange(min=0.1), default=10.0, show_default=True, help="Seconds.")
-def registry(urls: tuple[str, ...], host: str, port: int, health_interval: float) -> None:
+@click.option("--operator", "operators", multiple=True, metavar="NAME:ENV_VAR", help=OPERATOR_HELP)
+def registry(urls: tuple[str, ...], host: str, port: int, health_interval: float, operators: tuple[str, ...]) -> None:
     """List agents run elsewhere (e.g. one docker compose service each), without supervising them.
 
     \b
@@ -447,7 +460,11 @@ def registry(urls: tuple[str, ...], host: str, port: int, health_interval: float
     for url in urls:
         if not url.startswith(("http://", "https://")):
             raise click.BadParameter(f"{url!r} is not an http(s) URL", param_hint="--agent")
-    settings = RegistrySettings(host=host, port=port, health_interval=health_interval)
+    people = [{"name": name, "key_env": key_env} for name, key_env in _operator_pairs(operators)]
+    try:
+        settings = RegistrySettings(host=host, port=port, health_interval=health_interval, operators=people)
+    except ValidationError as exc:
+        raise click.ClickException(describe_errors(exc, lambda _key: "--operator")) from exc
     _run(run_registry([RemoteSpec(url.rstrip("/")) for url in urls], settings))
 
 
@@ -459,16 +476,22 @@ def deploy() -> None:
 @deploy.command("kubernetes")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option(
-    "-o", "--output", type=click.Path(file_okay=False, path_type=Path), default=Path("k8s"), show_default=True,
+    "-o",
+    "--output",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("k8s"),
+    show_default=True,
     help="The folder to write; refused when it holds files an earlier render did not write.",
 )
 @click.option(
-    "--image", default="local/a2a-wrapper:dev", show_default=True,
+    "--image",
+    default=DEFAULT_IMAGE,
+    show_default=True,
     help="The a2a-wrapper image (compose/build-image.sh builds it); push it to a registry the cluster pulls from.",
 )
-@click.option("--namespace", default="a2a-fleet", show_default=True, help="The namespace, rendered as an object.")
-@click.option("--storage", default="10Gi", show_default=True, help="Each agent's volume (state and workspace).")
-@click.option("--postgres-secret", help="A Secret whose key `url` holds the state's Postgres URL (A2A_WRAP_STATE__URL).")
+@click.option("--namespace", default=DEFAULT_NAMESPACE, show_default=True, help="The namespace, rendered too.")
+@click.option("--storage", default=DEFAULT_STORAGE, show_default=True, help="Each agent's volume (state, workspace).")
+@click.option("--postgres-secret", help="A Secret whose key `url` is the state's Postgres URL (A2A_WRAP_STATE__URL).")
 @click.option("--registry/--no-registry", default=True, show_default=True, help="Render the registry listing them.")
 def deploy_kubernetes(paths: tuple[Path, ...], output: Path, **options: Any) -> None:
     """Write Kubernetes manifests for the agents PATHS name (as `a2a-wrap fleet` takes them): per agent a

@@ -15,8 +15,8 @@ import pytest
 from pydantic import ValidationError
 
 from a2a_wrapper.config.settings import AgentSettings
-from a2a_wrapper.frontend.turns import CONSOLE_ANSWERS
 from a2a_wrapper.offline_model import OfflineModel
+from a2a_wrapper.permissions.approvals import CONSOLE_ANSWERS
 from a2a_wrapper.shield import ShieldConfig
 from tests.conftest import ServedAgent, SettingsFactory, serving
 from tests.helpers.a2a_wire import (
@@ -204,7 +204,8 @@ async def test_where_only_the_console_answers_the_callers_yes_leaves_the_task_wa
         task, approval = await asked(http, served)
         events = await stream(http, served.jsonrpc, answer_params(task, "yes"))
         assert final_state(events) == ASKED
-        assert CONSOLE_ANSWERS in status_text(events[-1]["statusUpdate"]["status"])
+        told = status_text(events[-1]["statusUpdate"]["status"])
+        assert CONSOLE_ANSWERS in told and "Answer yes" not in told, told  # never told to answer what it cannot
         assert not (served.workdir / "approved.txt").exists()
         assert (await answer(console, served, approval, option="allow_once", operator="alice")).status_code == 200
         async with asyncio.timeout(30):

@@ -24,7 +24,7 @@ from a2a_wrapper.fleet.agent_log import AgentLog, log_path
 from a2a_wrapper.fleet.fleet_file import RestartPolicy
 from a2a_wrapper.fleet.health import probe_health
 from a2a_wrapper.fleet.registry import describe_agent
-from a2a_wrapper.fleet.spec import CONSOLE_KEY_ENV, AgentSpec
+from a2a_wrapper.fleet.spec import AgentSpec
 from a2a_wrapper.frontend.card import build_card
 from a2a_wrapper.process import ChildProcess
 
@@ -144,7 +144,8 @@ class SupervisedAgent:
         return life.result()
 
     def _console_env(self) -> dict[str, str]:
-        return {CONSOLE_KEY_ENV: self.console_key} if self.console_key else {}
+        """The run's console key, under the name the agent's config reads it from (console.key_env)."""
+        return {self.spec.settings.console.key_env: self.console_key} if self.console_key else {}
 
     async def _live(self, child: ChildProcess) -> str:
         timeout = self.spec.settings.backend.startup_timeout + _START_MARGIN

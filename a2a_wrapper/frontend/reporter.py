@@ -129,11 +129,12 @@ class TaskReporter:
         self._updater = updater
         self.clock.resume()
 
-    async def ask(self, pending: Pending, note: str | None = None) -> None:
-        """Ends this request in `input-required`, describing what the person is asked."""
+    async def ask(self, pending: Pending, note: str | None = None, caller_answers: bool = True) -> None:
+        """Ends this request in `input-required`, describing what the person is asked (after `note`, if any)."""
         await self._flush_text()
         await self._flush_thought()
-        sentence = self._guard.sentence(f"{note} {pending.sentence()}" if note else pending.sentence())
+        asked = pending.sentence(caller_answers)
+        sentence = self._guard.sentence(f"{note} {asked}" if note else asked)
         data = self._guard.value(pending.data())
         message = self._updater.new_agent_message([new_text_part(sentence), new_data_part(data)])
         await self._updater.update_status(TaskState.TASK_STATE_INPUT_REQUIRED, message=message, metadata={META: data})

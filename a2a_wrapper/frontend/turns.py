@@ -37,7 +37,6 @@ log = logging.getLogger(__name__)
 SHUTTING_DOWN = "The agent shut down while this turn was running; the turn was aborted. Send the message again."
 CANCELED = "The task was canceled by the caller."
 UNFINISHED = "The backend ended the turn without saying it was done."
-CONSOLE_ANSWERS = "Approvals of this agent are answered by an operator in the console."
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,12 +187,12 @@ class Turns:
             if pending is None:
                 return  # the deadline answered, and the turn has ended since
             live.reporter.rebind(updater)
+            if not self._caller_answers(pending):
+                await live.reporter.ask(pending, caller_answers=False)
+                return
             answer = read_answer(message, pending)
             if isinstance(answer, NotAnAnswer):
                 await live.reporter.ask(pending, note=answer.sentence)
-                return
-            if isinstance(pending.request, Permission) and "caller" not in self.approvers:
-                await live.reporter.ask(pending, note=CONSOLE_ANSWERS)
                 return
             earlier = self._claim(live, pending, f"caller:{live.key.caller}" if live.key.caller else "caller", answer)
             if earlier is not None:  # the console's answer came while this request waited its turn
@@ -209,6 +208,10 @@ class Turns:
             _stop_deadline(live)
             live.deadline = asyncio.create_task(self._drive(live, pending, answer, person), name=f"answer-{pending.id}")
         return earlier
+
+    def _caller_answers(self, pending: Pending) -> bool:
+        """Whether the caller may answer: a question, always; an approval, when the approvers include the caller."""
+        return isinstance(pending.request, Question) or "caller" in self.approvers
 
     def _first_answer(self, live: LiveTurn) -> Claim | None:
         """The answer another gave to what the turn waits on (or, once it goes on, to what it waited on)."""
@@ -371,8 +374,7 @@ class Turns:
         asked = pending.request
         waits_for = "an answer" if isinstance(asked, Question) else f"approval of {asked.tool}"
         self._note(live, f"Waiting for {waits_for}.")
-        note = CONSOLE_ANSWERS if isinstance(asked, Permission) and "caller" not in self.approvers else None
-        await live.reporter.ask(pending, note=note)
+        await live.reporter.ask(pending, caller_answers=self._caller_answers(pending))
         live.deadline = asyncio.create_task(self._expire(live, pending), name=f"deadline-{pending.id}")
 
     async def _expire(self, live: LiveTurn, pending: Pending) -> None:

@@ -28,6 +28,7 @@ EXTENSION_DESCRIPTION = (
 Option = Literal["allow_once", "allow_context", "deny"]
 OPTIONS: dict[Option, str] = {"allow_once": "Allow once", "allow_context": "Allow for this context", "deny": "Deny"}
 WORDS: dict[str, Option] = {"yes": "allow_once", "no": "deny", "always": "allow_context"}
+CONSOLE_ANSWERS = "Approvals of this agent are answered by an operator in the console."
 
 
 @dataclass
@@ -55,10 +56,12 @@ class Pending:
         approval |= {"reason": self.reason, "options": options}
         return {"type": "approval_request", "approval": {**approval, "expiresAt": expires}}
 
-    def sentence(self) -> str:
+    def sentence(self, caller_answers: bool = True) -> str:
+        """What the person is asked; `caller_answers` False: an approval only an operator in the console answers."""
         if isinstance(self.request, Question):
             return f"The agent asks: {self.request.text}"
-        return f"Approval needed: {self.reason} Answer yes (once), always (for this context) or no."
+        how = "Answer yes (once), always (for this context) or no." if caller_answers else CONSOLE_ANSWERS
+        return f"Approval needed: {self.reason} {how}"
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,7 @@ def read_answer(message: Message, pending: Pending) -> Answer | NotAnAnswer:
     text = " ".join(part["text"] for part in parts if isinstance(part.get("text"), str)).strip()
     if isinstance(pending.request, Question):
         answer = next((d.get("answer") for d in data if d.get("question") == pending.id), None) or text
-        return Answer(None, str(answer)) if answer else NotAnAnswer(f"{pending.sentence()} (answer with text)")
+        return Answer(None, str(answer)) if answer else NotAnAnswer("Answer with text.")
     for item in data:
         if "approval" not in item:
             continue
@@ -89,5 +92,5 @@ def read_answer(message: Message, pending: Pending) -> Answer | NotAnAnswer:
         return Answer(item["option"], None)
     word = WORDS.get(text.lower())
     if word is None:
-        return NotAnAnswer(f"That is not an answer. {pending.sentence()}")
+        return NotAnAnswer("That is not an answer.")  # the request's own sentence follows it
     return Answer(word, None)
