@@ -28,9 +28,9 @@ EXAMPLES = [
     "configs/fleet.yaml",
     "compose/agents/code-review/config.yaml",
     "compose/agents/acp-coder/config.yaml",
+    "agents/copilot-coder/config.yaml",
+    "compose/agents/copilot-coder/config.yaml",
 ]
-# The Copilot examples hold the offline model's placeholder key as a literal: refused, as any literal key is.
-LITERAL_KEY_EXAMPLES = ["agents/copilot-coder/config.yaml", "compose/agents/copilot-coder/config.yaml"]
 PROVIDER_KEY = "sk-deploy-test-provider-key-5f0c"
 CALLER_KEY = "deploy-test-caller-key-91ab"
 
@@ -84,13 +84,15 @@ def test_every_object_of_an_example_is_valid_kubernetes(example: str) -> None:
                 kubernetes_validate.validate(doc, KUBERNETES, strict=True)
 
 
-@pytest.mark.parametrize("example", LITERAL_KEY_EXAMPLES)
-def test_a_literal_key_is_refused_naming_it(example: str) -> None:
+def test_a_literal_key_is_refused_naming_it(tmp_path: Path) -> None:
+    provider = {"type": "openai", "base_url": "https://models.example.com/v1", "api_key": "sk-literal-1234"}
+    literal = write_config(tmp_path, "literal", backend={"kind": "copilot", "model": "gpt-test", "provider": provider})
     with pytest.raises(ConfigError) as refused:
-        render(example)
+        render(literal)
     assert "backend.provider.api_key: the config holds a literal value" in str(refused.value)
     assert "write it as ${VAR}" in str(refused.value)
-    assert "copilot-coder-keys" in str(refused.value)
+    assert "literal-keys" in str(refused.value)
+    assert "sk-literal-1234" not in str(refused.value)
 
 
 def test_no_key_value_is_written_only_secret_references(keyed_agent: Path) -> None:

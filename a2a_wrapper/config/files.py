@@ -22,7 +22,7 @@ from a2a_wrapper.errors import ConfigError, describe_invalid, keyed
 from a2a_wrapper.shield.rules import ShieldConfig, ShieldError, parse_shield
 
 Origin = Callable[[Sequence[int | str]], str]  # the source of the value at a key: a file, a variable or a flag
-_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")  # ${NAME} or ${NAME:-default} in a string value
 
 
 def load_config(
@@ -62,7 +62,7 @@ def _substitute(value: Any, path: Path, location: tuple[str, ...]) -> Any:
     if isinstance(value, list):
         return [_substitute(v, path, (*location, str(i))) for i, v in enumerate(value)]
     if isinstance(value, str):
-        return _VARIABLE.sub(lambda match: _lookup(match, path, location), value)
+        return VARIABLE.sub(lambda match: _lookup(match, path, location), value)
     return value
 
 

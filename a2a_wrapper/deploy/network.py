@@ -6,7 +6,7 @@ from typing import Any
 from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.deploy.objects import labels, metadata, selector
 from a2a_wrapper.deploy.pod_config import POD_PORT
-from a2a_wrapper.sandbox.boundary import _endpoints
+from a2a_wrapper.sandbox.boundary import endpoints_of
 from a2a_wrapper.sandbox.egress import Destination
 
 POSTGRES_PORT = 5432
@@ -37,7 +37,7 @@ def agent_service(name: str, namespace: str) -> dict[str, Any]:
 
 def agent_network_policy(name: str, namespace: str, settings: AgentSettings, postgres: bool) -> dict[str, Any]:
     """Ingress from the namespace on the A2A port; egress to DNS, the endpoints the config names, Postgres."""
-    egress = [dns_rule(), *endpoint_rules(_endpoints(settings))]
+    egress = [dns_rule(), *endpoint_rules(endpoints_of(settings))]
     if postgres:
         egress.append({"ports": [{"protocol": "TCP", "port": POSTGRES_PORT}]})
     return {

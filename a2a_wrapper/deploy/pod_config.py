@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel, SecretStr
 from pydantic.alias_generators import to_camel
 
-from a2a_wrapper.config.files import _VARIABLE
+from a2a_wrapper.config.files import VARIABLE
 from a2a_wrapper.config.node import is_node_config, translate_node_config
 from a2a_wrapper.config.source import read_config_file
 from a2a_wrapper.deploy.objects import dump_yaml
@@ -55,7 +55,7 @@ def refuse_literal_keys(agent: AgentSpec, data: dict[str, Any], secret: str) -> 
     """Every key the config model holds as a secret must be written as `${VAR}`, which the pod reads from `secret`."""
     for location in secret_fields(agent.settings):
         written = _lookup(data, location)
-        if isinstance(written, str) and _VARIABLE.search(written):
+        if isinstance(written, str) and VARIABLE.search(written):
             continue
         dotted = ".".join(location)
         source = "the config holds a literal value" if written is not None else "it is not in the config file"
@@ -83,7 +83,7 @@ def key_variables(agent: AgentSpec, data: dict[str, Any]) -> dict[str, bool]:
     (required) and the console's (optional: unset, the operator endpoint is closed)."""
     variables: dict[str, bool] = {}
     for text in _strings(data):
-        for match in _VARIABLE.finditer(text):
+        for match in VARIABLE.finditer(text):
             name, has_default = match.group(1), match.group(2) is not None
             variables[name] = variables.get(name, True) and has_default
     settings = agent.settings

@@ -67,7 +67,7 @@ class Sandbox:
         self._runtime = settings.runtime
         self._audit = audit
         self._counter = counter  # called with each egress decision's outcome, for the metrics
-        self._endpoints = set(_endpoints(settings))
+        self._endpoints = set(endpoints_of(settings))
         loopback = {d.port: d for d in sorted(self._endpoints, key=str, reverse=True) if d.host in _LOOPBACK}
         self._forwards = [Forward(port, str(d)) for port, d in sorted(loopback.items())]  # one per port inside
         self._sockets = settings.state_dir / "sandbox"  # until start(), which may pick a shorter one
@@ -229,7 +229,7 @@ def program_paths(command: list[str]) -> list[Path]:
     return paths
 
 
-def _endpoints(settings: AgentSettings) -> list[Destination]:
+def endpoints_of(settings: AgentSettings) -> list[Destination]:
     """Hosts the config itself names for the backend: its provider, its MCP servers, URLs in backend.env."""
     backend = settings.backend
     urls = [server.url for server in backend.mcp_servers.values() if server.url]
