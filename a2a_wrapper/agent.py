@@ -10,7 +10,9 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 
 import uvicorn
-from a2a.server.tasks import DatabaseTaskStore
+from a2a.server.cluster import TaskEventStream, VersionedTaskStore
+from a2a.server.tasks import DatabaseTaskStore, TaskStore
+from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.types import ASGIApp
 
 from a2a_wrapper.backends import Backend, create_backend
@@ -34,12 +36,15 @@ from a2a_wrapper.sandbox import Sandbox, describe_runtime
 from a2a_wrapper.shield.decision import PermissionPolicy
 from a2a_wrapper.state.audit import AuditLog
 from a2a_wrapper.state.context_rules import ContextRules
-from a2a_wrapper.state.database import open_database
+from a2a_wrapper.state.engines import StateDatabase, open_state, replica_name, state_database
+from a2a_wrapper.state.leases import ContextLeases, Replica, leased_contexts
 from a2a_wrapper.state.lock import SERVING, FolderBusy, FolderLock
 from a2a_wrapper.state.message_ledger import MessageLedger
-from a2a_wrapper.state.recovery import INTERRUPTED, fail_interrupted_tasks
-from a2a_wrapper.state.sdk_tables import task_ids
-from a2a_wrapper.state.sessions import SessionMap
+from a2a_wrapper.state.migrations import migrate
+from a2a_wrapper.state.recovery import INTERRUPTED, fail_interrupted_tasks, fail_orphaned_tasks
+from a2a_wrapper.state.sdk_tables import stored_tasks, task_ids, tasks_of_context
+from a2a_wrapper.state.sessions import ContextKey, SessionMap
+from a2a_wrapper.state.shared_tasks import SharedTaskStore, shared_events
 from a2a_wrapper.state.task_listing import listing_off_the_loop
 from a2a_wrapper.state.task_store import WriteBehindTaskStore
 
@@ -67,8 +72,11 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
     settings.state_dir.mkdir(parents=True, exist_ok=True)
     async with AsyncExitStack() as stack:
         grpc_server = await stack.enter_async_context(grpc_port(settings))  # taken first: a clash stops the start now
-        engine = open_database(settings.state_dir / "state.db")
+        database = state_database(settings)
+        engine = open_state(database)
         stack.push_async_callback(engine.dispose)
+        await migrate(engine)
+        log.info("[%s] state in %s", settings.card.name, database)
         audit = AuditLog(engine)
         await audit.initialize()
         metrics = AgentMetrics()
@@ -76,15 +84,14 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         backend = create_backend(settings, sandbox)
         stack.push_async_callback(backend.stop)
         await backend.start()
-        database_store = DatabaseTaskStore(engine)
-        await database_store.initialize()
-        await fail_interrupted_tasks(engine, database_store)
-        task_store = WriteBehindTaskStore(database_store, engine, await task_ids(engine))
-        stack.push_async_callback(task_store.close)
-        writer = asyncio.create_task(task_store.run(), name="task-writer")
-        stack.push_async_callback(cancel_and_wait, writer)
-        locks = ContextLocks()
-        sessions = SessionMap(engine, backend, settings.sessions, busy=locks.busy)
+        tasks = await stack.enter_async_context(agent_tasks(database, engine))
+        locks = _LeasedLocks()
+        leases = None
+        if database.shared:
+            leases = await stack.enter_async_context(context_leases(settings, engine, tasks, locks))
+        sessions = SessionMap(
+            engine, backend, settings.sessions, busy=locks.busy, lease=leases.take if leases else None
+        )
         await sessions.initialize()
         rejected = await backend.reject_pending(await sessions.known_sessions(), INTERRUPTED)
         if rejected:
@@ -99,14 +106,13 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         metrics.watch(backend, sessions, turns.waiting)
         card = build_card(with_grpc_port(settings, grpc_server))  # gRPC port 0: the free one bound
         # Stops after the handler; pushes at once the ends the last run owed (recovery has failed its lost turns).
-        push = await stack.enter_async_context(push_service(settings.push, engine, task_store))
+        push = await stack.enter_async_context(push_service(settings.push, engine, tasks.readable))
         ledger = MessageLedger(engine)
         await ledger.initialize()
         stack.callback(ledger.close)
         executor = TurnExecutor(turns, settings.guard, metrics)
         limits = MessageLimits.from_settings(settings.server)
-        listed = await stack.enter_async_context(listing_off_the_loop(task_store, settings.state_dir / "state.db"))
-        handler = request_handler(card, executor, listed, push, ledger, limits)
+        handler = request_handler(card, executor, tasks.served, push, ledger, limits, tasks.events)
         stack.push_async_callback(handler.aclose)  # after the turns: a turn's last words go through it
         stack.push_async_callback(turns.shutdown)
         if grpc_server is not None:  # stops first: no new call, the turns end, the streams close with their last event
@@ -124,6 +130,74 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
             operator=operator_routes(settings.card.name, turns, settings.console, settings.state_dir / "state.db"),
         )
         yield RunningAgent(settings, app, backend, sessions, turns.shutdown)
+
+
+@dataclass(frozen=True)
+class AgentTasks:
+    served: TaskStore | VersionedTaskStore  # what the request handler reads and writes
+    readable: TaskStore  # the same tasks, read by the push service
+    events: TaskEventStream | None  # shared state: events of tasks another replica runs
+
+
+@asynccontextmanager
+async def agent_tasks(database: StateDatabase, engine: AsyncEngine) -> AsyncIterator[AgentTasks]:
+    """The A2A task store, tasks a stopped run left unfinished failed first. SQLite: written behind the turn and
+    listed off the loop. Shared state: a2a-sdk's cluster mode, its tasks failed only when no replica holds them."""
+    if database.shared:
+        store = SharedTaskStore(engine)
+        await store.initialize()
+        held = await leased_contexts(engine)
+        await fail_orphaned_tasks(
+            store, [task for task in await stored_tasks(engine) if ContextKey(task.owner, task.context_id) not in held]
+        )
+        yield AgentTasks(store, store.as_task_store, shared_events(engine))
+        return
+    assert database.path is not None
+    database_store = DatabaseTaskStore(engine)
+    await database_store.initialize()
+    await fail_interrupted_tasks(engine, database_store)
+    task_store = WriteBehindTaskStore(database_store, engine, await task_ids(engine))
+    writer = asyncio.create_task(task_store.run(), name="task-writer")
+    try:
+        async with listing_off_the_loop(task_store, database.path) as listed:
+            yield AgentTasks(listed, task_store, None)
+    finally:
+        await cancel_and_wait(writer)
+        await task_store.close()
+
+
+class _LeasedLocks(ContextLocks):
+    """Context locks whose last release lets the context's lease go, on shared state."""
+
+    leases: ContextLeases | None = None
+
+    def release(self, key: ContextKey) -> None:
+        super().release(key)
+        if self.leases is not None and not self.busy(key):
+            self.leases.release(key)
+
+
+@asynccontextmanager
+async def context_leases(
+    settings: AgentSettings, engine: AsyncEngine, tasks: AgentTasks, locks: _LeasedLocks
+) -> AsyncIterator[ContextLeases]:
+    """This replica's leases on the contexts it runs, renewed until the exit, then let go."""
+    assert isinstance(tasks.served, VersionedTaskStore)
+    store = tasks.served
+
+    async def taken_over(key: ContextKey) -> int:
+        return await fail_orphaned_tasks(store, await tasks_of_context(engine, key.caller, key.context_id), True)
+
+    replica = Replica(replica_name(settings), settings.advertised_url)
+    leases = ContextLeases(engine, replica, settings.state.lease, locks.busy, taken_over)
+    locks.leases = leases
+    renewing = asyncio.create_task(leases.run(), name="lease-renewal")
+    log.info("[%s] replica %s: contexts leased for %g s", settings.card.name, replica.name, settings.state.lease)
+    try:
+        yield leases
+    finally:
+        await cancel_and_wait(renewing)
+        await leases.close()
 
 
 @asynccontextmanager
@@ -230,4 +304,3 @@ def _own_state_folder(settings: AgentSettings) -> FolderLock:
     except FolderBusy as exc:
         raise FolderBusy(exc.folder, f"{exc.holder}; agent {settings.card.name!r} runs once per state folder") from None
     return lock
-

@@ -16,6 +16,7 @@ from a2a_wrapper.backends.opencode.launch import free_port
 from a2a_wrapper.config.backends import ModelProvider, OpenCodeSettings
 from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSettings
 from a2a_wrapper.offline_model import MODEL_ID, SMALL_MODEL_ID, OfflineModel
+from tests.helpers.postgres import PostgresServer, postgres_binaries, running_postgres
 from tests.helpers.served_app import served_app
 
 
@@ -109,3 +110,19 @@ async def agent(make_settings: SettingsFactory, offline_model: OfflineModel) -> 
 async def http() -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(timeout=60) as client:
         yield client
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """One real PostgreSQL for the whole run (tests/helpers/postgres.py), stopped at its end."""
+    binaries = postgres_binaries()
+    if binaries is None:
+        pytest.skip("no PostgreSQL server binaries under /usr/lib/postgresql (Debian's postgresql package)")
+    with running_postgres(binaries) as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_url(postgres: PostgresServer) -> str:
+    """A fresh, empty database on the run's PostgreSQL."""
+    return postgres.new_database()

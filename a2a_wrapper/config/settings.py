@@ -12,10 +12,12 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from a2a_wrapper.config.backends import Backend, OpenCodeSettings
 from a2a_wrapper.config.runtimes import Runtime, SandboxRuntime
+from a2a_wrapper.errors import SENTENCE
 from a2a_wrapper.guard.settings import GuardSettings
 from a2a_wrapper.sections import Section
 from a2a_wrapper.shield.hosts import BadUrl, check_host_pattern
@@ -128,6 +130,34 @@ class SessionSettings(Section):
     max_count: int = Field(1000, gt=0)
 
 
+def masked_url(url: str) -> str:
+    """`url` with its password replaced by ***: how a database URL appears in every log line and error."""
+    return re.sub(r"(//[^/:@]*:)[^/@]*@", r"\1***@", url)
+
+
+class StateSettings(Section):
+    url: str | None = Field(
+        None,
+        description="Where tasks, sessions, rules, audit and push configs live: unset, the SQLite file "
+        "STATE_DIR/state.db; postgresql://… for a database the agent's replicas share.",
+    )
+    lease: float = Field(
+        30.0, gt=0, description="Seconds a replica holds a context past its last renewal (a dead one frees it then)."
+    )
+    replica: str | None = Field(None, description="This replica's name in the leases; default HOSTNAME-PID.")
+
+    @field_validator("url")
+    @classmethod
+    def _known_engine(cls, value: str | None) -> str | None:
+        if value is None or value.startswith(("postgresql://", "postgresql+asyncpg://")):
+            return value
+        raise PydanticCustomError(  # the value shown masked: a URL may carry a password
+            SENTENCE,
+            "not a PostgreSQL URL (postgresql://…; leave it out for the SQLite file): {url}",
+            {"url": masked_url(value)},
+        )
+
+
 class TimeoutSettings(Section):
     turn: float = Field(600.0, gt=0, description="Seconds one turn may run before it is aborted.")
 
@@ -209,6 +239,7 @@ class AgentSettings(BaseSettings):
     backend: Backend = OpenCodeSettings()
     runtime: Runtime = SandboxRuntime()
     sessions: SessionSettings = SessionSettings()
+    state: StateSettings = StateSettings()
     timeouts: TimeoutSettings = TimeoutSettings()
     logging: LoggingSettings = LoggingSettings()
     auth: AuthSettings = AuthSettings()

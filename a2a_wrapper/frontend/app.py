@@ -8,6 +8,7 @@ configured), then the body limit — a request without a key is refused before i
 import time
 from typing import Any
 
+from a2a.server.cluster import TaskEventStream, VersionedTaskStore
 from a2a.server.request_handlers import DefaultRequestHandler, RequestHandler
 from a2a.server.routes import create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import TaskStore
@@ -109,15 +110,17 @@ def build_app(
 def request_handler(
     card: AgentCard,
     executor: TurnExecutor,
-    task_store: TaskStore,
+    task_store: TaskStore | VersionedTaskStore,
     push: Push | None = None,
     ledger: MessageLedger | None = None,
     limits: MessageLimits | None = None,
+    event_stream: TaskEventStream | None = None,
 ) -> MessageHandler:
     """a2a-sdk's handler of the A2A methods (as sdk_handler.py shapes them), its message methods bounded by `limits`
     and run once per messageId (message_handler.py); its `aclose` ends the tasks it keeps (after the turns have
     ended). Without `push`, the push config methods and a message that registers a webhook answer
-    PushNotificationNotSupported."""
+    PushNotificationNotSupported. On shared state the store is versioned and `event_stream` carries the events of
+    tasks other replicas run (a2a-sdk's cluster mode: subscribe and cancel across replicas)."""
     attempts = Attempts()
     sdk = DefaultRequestHandler(
         agent_executor=executor,
@@ -127,6 +130,7 @@ def request_handler(
         push_config_store=push.configs if push else None,
         push_sender=push.delivery if push else None,
         push_url_validator=push.policy.validate if push else None,
+        event_stream=event_stream,
     )
     limits = limits or MessageLimits.from_settings(ServerSettings())
     return MessageHandler(BoundedPages(SdkHandler(sdk)), attempts, ledger, limits, pushes=push is not None)

@@ -19,12 +19,14 @@ from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from a2a_wrapper.state.database import writing, written
+from a2a_wrapper.state.engines import is_shared
 
 
 class PushConfigs(DatabasePushNotificationConfigStore):
     def __init__(self, engine: AsyncEngine) -> None:
         super().__init__(engine)
         self._tasks: set[str] = set()  # the ids of the tasks that have configs
+        self._shared = is_shared(engine)  # replicas register configs too: this one's memory is not the table
 
     async def initialize(self) -> None:
         await written(self.engine, super().initialize)
@@ -32,11 +34,11 @@ class PushConfigs(DatabasePushNotificationConfigStore):
             self._tasks = set((await db.scalars(select(self.config_model.task_id).distinct())).all())
 
     def registered(self, task_id: str) -> bool:
-        """Whether the task has a config, without a query."""
-        return task_id in self._tasks
+        """Whether the task has a config, without a query (on shared state: whether it may have one)."""
+        return self._shared or task_id in self._tasks
 
     async def get_info_for_dispatch(self, task_id: str) -> list[TaskPushNotificationConfig]:
-        if task_id not in self._tasks:
+        if not self.registered(task_id):
             return []
         return await super().get_info_for_dispatch(task_id)
 

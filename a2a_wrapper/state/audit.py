@@ -1,34 +1,23 @@
-"""Every permission decision, recorded in the agent's SQLite file: who, what, which rule, when. No message content.
+"""Every permission decision, recorded in the agent's state database: who, what, which rule, when. No message content.
 
 A decision's target is a command, a path or a URL, which may carry a credential (`curl -H "Authorization: …"`):
 every entry is redacted by the guard as it is written, whoever writes it.
 """
 
+import asyncio
 import sqlite3
-from dataclasses import astuple, dataclass, fields
+from dataclasses import astuple, dataclass
 from pathlib import Path
 
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy import insert, inspect, select
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import NullPool
 
 from a2a_wrapper.guard import redact_value
+from a2a_wrapper.state import schema
 from a2a_wrapper.state.database import writing
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS audit (
-    time REAL NOT NULL,
-    agent TEXT NOT NULL,
-    context_id TEXT NOT NULL,
-    task_id TEXT NOT NULL,
-    caller TEXT NOT NULL,
-    tool TEXT NOT NULL,
-    class TEXT NOT NULL,
-    target TEXT NOT NULL,
-    decision TEXT NOT NULL,
-    rule TEXT NOT NULL,
-    decided_by TEXT NOT NULL,
-    wait_ms REAL NOT NULL
-)"""
+from a2a_wrapper.state.engines import StateDatabase
+from a2a_wrapper.state.migrations import migrate
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,39 +36,51 @@ class AuditEntry:
     wait_ms: float  # how long the decision took, a person's answer included
 
 
-COLUMNS = tuple(f.name for f in fields(AuditEntry))
-
-
 class AuditLog:
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
 
     async def initialize(self) -> None:
-        """Creates the table, or renames an older version's `answered_by` column to `decided_by`."""
-        async with writing(self._engine) as db:
-            columns = [row[1] for row in await db.execute(text("PRAGMA table_info(audit)"))]
-            if "answered_by" in columns:
-                await db.execute(text("ALTER TABLE audit RENAME COLUMN answered_by TO decided_by"))
-            await db.execute(text(_SCHEMA))
+        """The state's schema, brought up to date (migrations.py)."""
+        await migrate(self._engine)
 
     async def record(self, entry: AuditEntry) -> None:
-        columns = ", ".join(f":{name}" for name in COLUMNS)
         values = redact_value(astuple(entry))
         async with writing(self._engine) as db:
-            await db.execute(text(f"INSERT INTO audit VALUES ({columns})"), dict(zip(COLUMNS, values, strict=True)))
+            await db.execute(insert(schema.audit).values(dict(zip(schema.audit.c.keys(), values, strict=True))))
 
 
-def recent(database: Path, limit: int, decision: str | None = None, caller: str | None = None) -> list[AuditEntry]:
+def recent(
+    database: Path | StateDatabase, limit: int, decision: str | None = None, caller: str | None = None
+) -> list[AuditEntry]:
     """The newest entries first, of one decision and one caller when given, read on a connection of its own,
     whether the agent runs or not (for `a2a-wrap audit`, and the operator endpoint off the loop)."""
-    if not database.exists():
-        return []
     filters = {name: value for name, value in (("decision", decision), ("caller", caller)) if value is not None}
+    if isinstance(database, StateDatabase) and database.url is not None:
+        return asyncio.run(_recent_on_server(database, limit, filters))
+    path = database.path if isinstance(database, StateDatabase) else database
+    if path is None or not path.exists():
+        return []
     where = " AND ".join(f"{name} = :{name}" for name in filters)
     query = f"SELECT * FROM audit {'WHERE ' + where if where else ''} ORDER BY time DESC LIMIT :limit"
-    with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
         try:
             rows = db.execute(query, {**filters, "limit": limit}).fetchall()
         except sqlite3.OperationalError:  # no decision recorded yet: the table does not exist
             return []
+    return [AuditEntry(*row) for row in rows]
+
+
+async def _recent_on_server(database: StateDatabase, limit: int, filters: dict[str, str]) -> list[AuditEntry]:
+    """`recent` on PostgreSQL, on an engine of its own (this runs on a loop of its own, in the caller's thread)."""
+    table = schema.audit
+    query = select(table).where(*(table.c[name] == value for name, value in filters.items()))
+    engine = create_async_engine(database.engine_url(), poolclass=NullPool)
+    try:
+        async with engine.connect() as db:
+            if not await db.run_sync(lambda sync: inspect(sync).has_table(table.name)):
+                return []  # an agent never started on this database
+            rows = (await db.execute(query.order_by(table.c.time.desc()).limit(limit))).all()
+    finally:
+        await engine.dispose()
     return [AuditEntry(*row) for row in rows]

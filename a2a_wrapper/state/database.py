@@ -1,4 +1,5 @@
-"""The agent's SQLite file: its engine (WAL), and its writes one at a time in this process.
+"""The agent's SQLite file: its engine (WAL), and its writes one at a time in this process (on PostgreSQL, see
+engines.py, writes go straight to the server).
 
 SQLite lets one writer in at a time; the others wait in its busy handler, which is no queue: with sixty turns at
 once, each writing its session, its task and its egress decisions, an unlucky writer waits past any timeout and
@@ -14,7 +15,7 @@ never checkpoints (the others do), so a commit there is never a checkpoint's fsy
 import asyncio
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from pathlib import Path
 from typing import Any, TypeVar
 from weakref import WeakKeyDictionary
@@ -61,12 +62,19 @@ async def my_turn(engine: AsyncEngine) -> AsyncIterator[None]:
 
 @asynccontextmanager
 async def writing(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
-    """A write transaction, after the ones this process started before it."""
-    async with _writers.setdefault(engine, asyncio.Lock()), engine.begin() as db:
+    """A write transaction, after the ones this process started before it (on SQLite; a server has its own)."""
+    async with _queue(engine), engine.begin() as db:
         yield db
 
 
 async def written(engine: AsyncEngine, write: Callable[[], Awaitable[Result]]) -> Result:
     """`await write()`, another library's write on this engine (a2a-sdk's task store), in the same queue."""
-    async with _writers.setdefault(engine, asyncio.Lock()):
+    async with _queue(engine):
         return await write()
+
+
+def _queue(engine: AsyncEngine) -> AbstractAsyncContextManager[object]:
+    """SQLite's one writer queues here; a database server (PostgreSQL) takes concurrent writers itself."""
+    if engine.dialect.name != "sqlite":
+        return nullcontext()
+    return _writers.setdefault(engine, asyncio.Lock())

@@ -1,11 +1,12 @@
-"""Messages already accepted: (caller, contextId, messageId) -> the task each created, in the agent's SQLite file.
+"""Messages already accepted: (caller, contextId, messageId) -> the task each created, in the agent's state.
 
 A client that retries after a dropped connection sends the same messageId again; the ledger names the task the
 first attempt made, so the turn is not run twice, across a restart too. A message sent without a contextId is
 keyed with "" (its retry has none either). An entry is honoured for RETENTION seconds; older ones are ignored
 and deleted (at start, then at most once an hour), and one whose task is gone is forgotten by the caller.
 
-A claim is on the path of every message: one statement, run on the loop (database.py, `open_on_loop`).
+A claim is on the path of every message: one statement, run on the loop on SQLite (database.py, `open_on_loop`);
+on PostgreSQL the same statement on the engine (a retry on another replica finds the entry too).
 """
 
 import sqlite3
@@ -16,19 +17,11 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from a2a_wrapper.state.database import my_turn, open_on_loop, writing
+from a2a_wrapper.state.engines import is_shared
+from a2a_wrapper.state.migrations import migrate
 
 RETENTION = 24 * 3600.0  # seconds: a retry comes within moments; a day covers a client's longest backoff
 _PRUNE_EVERY = 3600.0
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS message_ledger (
-    caller TEXT NOT NULL,
-    context_id TEXT NOT NULL,
-    message_id TEXT NOT NULL,
-    task_id TEXT NOT NULL,
-    accepted REAL NOT NULL,
-    PRIMARY KEY (caller, context_id, message_id)
-)"""
 
 # One statement per new message: the key is taken unless a fresh entry holds it; only then is a row returned.
 _CLAIM = (
@@ -53,10 +46,11 @@ class MessageLedger:
         self._db: sqlite3.Connection | None = None
 
     async def initialize(self) -> None:
-        async with writing(self._engine) as db:
-            await db.execute(text(_SCHEMA))
+        """The schema brought up to date (migrations.py), old entries pruned; on SQLite, its loop connection."""
+        await migrate(self._engine)
         await self._prune()
-        self._db = open_on_loop(self._engine)
+        if not is_shared(self._engine):
+            self._db = open_on_loop(self._engine)
 
     def close(self) -> None:
         if self._db is not None:
@@ -69,11 +63,19 @@ class MessageLedger:
         if now - self._pruned > _PRUNE_EVERY:
             await self._prune()
         values = {"a": key.caller, "c": key.context_id, "m": key.message_id, "t": task_id, "now": now}
-        assert self._db is not None, "claim before initialize"
+        if self._db is None:  # PostgreSQL: the same statements, on the engine
+            return await self._claim_on_server(values)
         async with my_turn(self._engine):
             if self._db.execute(_CLAIM, {**values, "keep": RETENTION}).fetchall():  # all: the statement ends
                 return None
             row = self._db.execute(_CLAIMED, values).fetchone()  # a retry: the row the first attempt made
+        return str(row[0]) if row is not None else None
+
+    async def _claim_on_server(self, values: dict[str, object]) -> str | None:
+        async with self._engine.begin() as db:
+            if (await db.execute(text(_CLAIM), {**values, "keep": RETENTION})).all():
+                return None
+            row = (await db.execute(text(_CLAIMED), values)).first()
         return str(row[0]) if row is not None else None
 
     async def forget(self, key: MessageKey, task_id: str) -> None:

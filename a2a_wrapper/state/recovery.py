@@ -5,16 +5,18 @@ Their backend turn died with that run; leaving them `working` would make callers
 
 import logging
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from a2a.auth.user import User
 from a2a.helpers import new_text_part
+from a2a.server.cluster import ConcurrentTaskModificationError, VersionedTaskStore
 from a2a.server.context import ServerCallContext
 from a2a.server.tasks import TaskStore
-from a2a.types import Message, Role, TaskState, TaskStatus
+from a2a.types import Message, Role, Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from a2a_wrapper.state.sdk_tables import stored_tasks
+from a2a_wrapper.state.sdk_tables import StoredTask, stored_tasks
 
 log = logging.getLogger(__name__)
 
@@ -53,18 +55,50 @@ async def fail_interrupted_tasks(engine: AsyncEngine, store: TaskStore) -> int:
         task = await store.get(stored.id, context)
         if task is None:
             continue
-        message = Message(
-            message_id=str(uuid.uuid4()),
-            role=Role.ROLE_AGENT,
-            task_id=task.id,
-            context_id=task.context_id,
-            parts=[new_text_part(INTERRUPTED)],
-        )
-        task.status.CopyFrom(
-            TaskStatus(state=TaskState.TASK_STATE_FAILED, message=message, timestamp=datetime.now(UTC))
-        )
+        _fail(task)
         await store.save(task, context)
         failed += 1
     if failed:
         log.warning("%d task(s) interrupted by the last stop were marked failed", failed)
     return failed
+
+
+async def fail_orphaned_tasks(
+    store: VersionedTaskStore, candidates: Sequence[StoredTask], started_only: bool = False
+) -> int:
+    """On shared state: the unfinished ones of `candidates`, whose replica is gone (its lease on their context
+    expired, or no replica holds it), end `failed` with the same sentence, as a versioned write whose event
+    reaches their subscribers on every replica. A task some replica advanced meanwhile is alive: left alone.
+    `started_only` leaves `submitted` ones too: the turn taking a context over is one (its turn starts after)."""
+    states = _UNFINISHED - {"TASK_STATE_SUBMITTED"} if started_only else _UNFINISHED
+    failed = 0
+    for stored in candidates:
+        if stored.state not in states:
+            continue
+        context = as_owner(stored.owner)
+        found = await store.get(stored.id, context)
+        if found is None:
+            continue
+        task = Task()
+        task.CopyFrom(found.task)
+        _fail(task)
+        event = TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=task.status)
+        try:
+            await store.save(task, event=event, prev=found.task, prev_version=found.version, context=context)
+        except ConcurrentTaskModificationError:
+            continue
+        failed += 1
+    if failed:
+        log.warning("%d task(s) left unfinished by a replica that stopped were marked failed", failed)
+    return failed
+
+
+def _fail(task: Task) -> None:
+    message = Message(
+        message_id=str(uuid.uuid4()),
+        role=Role.ROLE_AGENT,
+        task_id=task.id,
+        context_id=task.context_id,
+        parts=[new_text_part(INTERRUPTED)],
+    )
+    task.status.CopyFrom(TaskStatus(state=TaskState.TASK_STATE_FAILED, message=message, timestamp=datetime.now(UTC)))

@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 TASKS = "tasks"
 PUSH_CONFIGS = "push_notification_configs"
-_STORED = f"SELECT id, owner, status FROM {TASKS}"
+_STORED = f"SELECT id, owner, status, context_id FROM {TASKS}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +25,7 @@ class StoredTask:
     id: str
     owner: str  # "" without auth
     state: str | None  # the status's state name, e.g. "TASK_STATE_WORKING"
+    context_id: str
 
 
 async def task_ids(engine: AsyncEngine) -> set[str]:
@@ -36,6 +37,13 @@ async def stored_tasks(engine: AsyncEngine) -> Sequence[StoredTask]:
     return await _stored(engine, _STORED)
 
 
+async def tasks_of_context(engine: AsyncEngine, owner: str, context_id: str) -> Sequence[StoredTask]:
+    """The tasks `owner` made in one context."""
+    return await _stored(
+        engine, f"{_STORED} WHERE owner = :owner AND context_id = :c", {"owner": owner, "c": context_id}
+    )
+
+
 async def tasks_with_push_configs(engine: AsyncEngine) -> Sequence[StoredTask]:
     """The tasks that have a webhook registered, whoever registered it."""
     return await _stored(engine, f"{_STORED} WHERE id IN (SELECT task_id FROM {PUSH_CONFIGS})")
@@ -44,15 +52,16 @@ async def tasks_with_push_configs(engine: AsyncEngine) -> Sequence[StoredTask]:
 def first_owner_of_context(context_column: str) -> str:
     """An SQL expression: the owner of the first task of the context in `context_column`, or '' (none left)."""
     return (
-        f"COALESCE((SELECT owner FROM {TASKS} WHERE {TASKS}.context_id = {context_column}"
-        " ORDER BY rowid LIMIT 1), '')"
+        f"COALESCE((SELECT owner FROM {TASKS} WHERE {TASKS}.context_id = {context_column} ORDER BY rowid LIMIT 1), '')"
     )
 
 
-async def _stored(engine: AsyncEngine, query: str) -> Sequence[StoredTask]:
+async def _stored(engine: AsyncEngine, query: str, values: dict[str, str] | None = None) -> Sequence[StoredTask]:
     async with engine.connect() as db:
-        rows = (await db.execute(text(query))).all()
-    return [StoredTask(str(task_id), owner or "", _state(status)) for task_id, owner, status in rows]
+        rows = (await db.execute(text(query), values or {})).all()
+    return [
+        StoredTask(str(task_id), owner or "", _state(status), str(context)) for task_id, owner, status, context in rows
+    ]
 
 
 def _state(status: object) -> str | None:

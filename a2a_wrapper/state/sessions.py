@@ -1,33 +1,29 @@
-"""(caller, contextId) → backend session, kept in the agent's SQLite file: resumed, recreated, expired, and when
+"""(caller, contextId) → backend session, kept in the agent's state database: resumed, recreated, expired, and when
 last used. Which contexts have a turn running is the front end's (`busy`); expiry leaves those alone."""
 
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy import Select, exists, select, text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from a2a_wrapper.config.settings import SessionSettings
 from a2a_wrapper.errors import BackendError
+from a2a_wrapper.state import schema
 from a2a_wrapper.state.database import writing
-from a2a_wrapper.state.sdk_tables import first_owner_of_context
+from a2a_wrapper.state.engines import is_shared
+from a2a_wrapper.state.migrations import migrate
 
 log = logging.getLogger(__name__)
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS context_sessions (
-    caller TEXT NOT NULL,
-    context_id TEXT NOT NULL,
-    backend TEXT NOT NULL,
-    session_id TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    last_used REAL NOT NULL,
-    PRIMARY KEY (caller, context_id)
-)"""
+_SESSIONS = schema.context_sessions
+_LEASES = schema.context_leases
+_ENDABLE = select(_SESSIONS.c.caller, _SESSIONS.c.context_id, _SESSIONS.c.session_id)
+_LEASED = (_LEASES.c.caller == _SESSIONS.c.caller, _LEASES.c.context_id == _SESSIONS.c.context_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,28 +39,6 @@ class ContextKey:
         A caller's name holds no "/", so the first "/" always ends it (the anonymous caller's key starts with it);
         the session of an existing row is resumed by its stored id whatever this key was when it was made."""
         return f"{self.caller}/{self.context_id}"
-
-
-async def migrate_to_callers(db: AsyncConnection, table: str, schema: str) -> None:
-    """Gives a table of an older version, keyed by context id alone, its `caller` column.
-
-    Each row goes to the caller who started the context's first task (its owner in a2a-sdk's `tasks` table,
-    which exists by now), so nobody loses a session or a rule; a context with no task left goes to the anonymous
-    caller. A second caller who had joined the context under an older version is left out: it was never his.
-    """
-    columns = [row[1] for row in await db.execute(text(f"PRAGMA table_info({table})"))]
-    if not columns or "caller" in columns:
-        return
-    older = f"{table}_before_callers"
-    first_owner = first_owner_of_context(f"{older}.context_id")
-    listed = ", ".join(columns)
-    await db.execute(text(f"ALTER TABLE {table} RENAME TO {older}"))
-    await db.execute(text(schema))
-    await db.execute(
-        text(f"INSERT INTO {table} (caller, {listed}) SELECT {first_owner}, {listed} FROM {older} ORDER BY rowid")
-    )
-    await db.execute(text(f"DROP TABLE {older}"))
-    log.info("%s: gave each of the older version's contexts to the caller who started it", table)
 
 
 class OpenedSession(Protocol):
@@ -100,20 +74,23 @@ class SessionMap:
         backend: SessionBackend,
         settings: SessionSettings,
         busy: Callable[[ContextKey], bool],
+        lease: Callable[[ContextKey], Awaitable[None]] | None = None,
     ) -> None:
         self._engine = engine
+        self._lease = lease  # shared state: takes the context for this replica or raises (leases.py)
         self._backend = backend
         self._settings = settings
         self._busy = busy  # whether a context has a turn running (or paused): its session is never ended then
         self._known: dict[ContextKey, str] = {}  # context -> session id, as in the database
+        # Shared state: another replica may give a context a new session between two turns here, so the map is
+        # read at each turn; a session id this backend confirmed is still trusted (ids are the backend's own).
+        self._shared = is_shared(engine)
         self._verified: set[str] = set()  # session ids the backend confirmed in this process
         self._last_used: dict[ContextKey, float] = {}  # not yet written
 
     async def initialize(self) -> None:
-        """Creates the table, or brings an older version's up to date; after the task store's `initialize`."""
-        async with writing(self._engine) as db:
-            await migrate_to_callers(db, "context_sessions", _SCHEMA)
-            await db.execute(text(_SCHEMA))
+        """The state's schema, brought up to date (migrations.py)."""
+        await migrate(self._engine)
 
     async def session_for(self, key: ContextKey) -> ContextSession:
         """The context's backend session: resumed, recreated if the backend lost it, or new.
@@ -122,7 +99,9 @@ class SessionMap:
         turn to the backend); if the backend has lost it since, the turn reports `SessionGone` and the
         caller `forget`s it and asks again.
         """
-        known = self._known.get(key) or await self._lookup(key)
+        if self._lease is not None:
+            await self._lease(key)
+        known = (None if self._shared else self._known.get(key)) or await self._lookup(key)
         if known is not None and known in self._verified:
             self._last_used[key] = time.time()
             return ContextSession(known, created=False, recreated=False)
@@ -191,21 +170,18 @@ class SessionMap:
         if not self._settings.ttl:
             return 0
         cutoff = time.time() - self._settings.ttl
-        return await self._end(
-            "SELECT caller, context_id, session_id FROM context_sessions WHERE last_used < :t", {"t": cutoff}
-        )
+        return await self._end(_ENDABLE.where(_SESSIONS.c.last_used < cutoff))
 
     async def _evict_over_limit(self) -> None:
         await self.save_last_used()
-        await self._end(
-            "SELECT caller, context_id, session_id FROM context_sessions ORDER BY last_used DESC LIMIT -1 OFFSET :n",
-            {"n": self._settings.max_count},
-        )
+        await self._end(_ENDABLE.order_by(_SESSIONS.c.last_used.desc()).offset(self._settings.max_count))
 
-    async def _end(self, query: str, params: dict[str, float]) -> int:
+    async def _end(self, query: Select[Any]) -> int:
         """Ends the sessions `query` selects (as caller, context id, session id); returns how many ended."""
+        if self._shared:  # a context another replica runs is busy there: its lease is live
+            query = query.where(~exists().where(*_LEASED, _LEASES.c.expires_at > time.time()))
         async with self._engine.connect() as db:
-            rows = [(ContextKey(r[0], r[1]), str(r[2])) for r in await db.execute(text(query), params)]
+            rows = [(ContextKey(r[0], r[1]), str(r[2])) for r in await db.execute(query)]
         ended = 0
         for key, session_id in rows:
             if self._busy(key):

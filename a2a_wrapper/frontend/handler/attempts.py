@@ -11,7 +11,9 @@ import asyncio
 from dataclasses import dataclass, field
 
 from a2a.server.agent_execution import RequestContext, RequestContextBuilder, SimpleRequestContextBuilder
+from a2a.server.cluster import StoredTask, TaskVersion, VersionedTaskStore
 from a2a.server.context import ServerCallContext
+from a2a.server.events.event_queue import Event
 from a2a.server.tasks import TaskStore
 from a2a.types import ListTasksRequest, ListTasksResponse, SendMessageRequest, Task
 
@@ -66,8 +68,10 @@ class Attempts:
             attempt.accepted = True
             self.end(attempt)
 
-    def watching(self, store: TaskStore) -> TaskStore:
-        """`store`, telling these attempts of every save."""
+    def watching(self, store: TaskStore | VersionedTaskStore) -> TaskStore | VersionedTaskStore:
+        """`store`, telling these attempts of every save (a versioned store, shared state's, stays versioned)."""
+        if isinstance(store, VersionedTaskStore):
+            return _WatchedVersions(store, self)
         return _Watched(store, self)
 
 
@@ -81,6 +85,34 @@ class _Watched(TaskStore):
         self._attempts.saw(task)
 
     async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
+        return await self._store.get(task_id, context)
+
+    async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
+        return await self._store.list(params, context)
+
+    async def delete(self, task_id: str, context: ServerCallContext) -> None:
+        await self._store.delete(task_id, context)
+
+
+class _WatchedVersions(VersionedTaskStore):
+    def __init__(self, store: VersionedTaskStore, attempts: Attempts) -> None:
+        self._store = store
+        self._attempts = attempts
+
+    async def save(
+        self,
+        task: Task,
+        *,
+        event: Event | None,
+        prev: Task | None,
+        prev_version: TaskVersion,
+        context: ServerCallContext,
+    ) -> TaskVersion:
+        version = await self._store.save(task, event=event, prev=prev, prev_version=prev_version, context=context)
+        self._attempts.saw(task)
+        return version
+
+    async def get(self, task_id: str, context: ServerCallContext) -> StoredTask | None:
         return await self._store.get(task_id, context)
 
     async def list(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
