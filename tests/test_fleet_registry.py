@@ -54,6 +54,15 @@ async def test_the_registry_lists_filters_and_describes_the_fleet(
         assert missing.json() == {"error": "no agent named 'nobody' in this registry; known: reviewer, writer"}
         assert (await http.get(fleet.registry + "/health")).json() == {"status": "ok", "agents": 2, "running": 2}
 
+        catalog = await http.get(fleet.registry + "/.well-known/ai-catalog.json")  # what catalog readers fetch
+        assert catalog.headers["content-type"] == "application/ai-catalog+json"
+        entries = {entry["displayName"]: entry for entry in catalog.json()["entries"]}
+        assert catalog.json()["specVersion"] == "1.0" and set(entries) == {"reviewer", "writer"}
+        assert entries["reviewer"]["mediaType"] == "application/a2a-agent-card+json"
+        assert entries["reviewer"]["tags"] == ["code-review", "review", "security"]
+        for name, entry in entries.items():
+            assert (await http.get(entry["url"])).json()["name"] == name  # each entry leads to the agent's card
+
         code, out, err = await a2a_wrap("status", "--registry", fleet.registry)
         assert code == 0, err
         lines = out.splitlines()

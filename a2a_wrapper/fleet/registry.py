@@ -1,5 +1,5 @@
-"""The registry: GET /agents (optionally ?skill=TAG_OR_ID), GET /agents/{name}, GET /health, and the console's
-routes under /console (see console/routes.py).
+"""The registry: GET /agents (optionally ?skill=TAG_OR_ID), GET /agents/{name}, GET /health, the same agents as an
+AI Catalog at /.well-known/ai-catalog.json (ai_catalog.py), and the console's routes under /console (console/).
 
 Each agent is described as
 `{name, url, card_url, state, backend, model, skills: [{id, name, tags}], last_health, restarts, ...}`;
@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
+from a2a_wrapper.fleet.ai_catalog import CATALOG_MEDIA_TYPE, CATALOG_PATH, ai_catalog
 from a2a_wrapper.fleet.console.headers import SecurityHeaders
 
 CONSOLE_PATH = "/console"
@@ -46,7 +47,8 @@ def describe_agent(
         for skill in (card or {}).get("skills") or []
         if isinstance(skill, dict)
     ]
-    return {"name": name, "url": url, "card_url": card_url, "state": state, "skills": skills, **fields}
+    known = {key: (card or {}).get(key) for key in ("description", "version")}
+    return {"name": name, "url": url, "card_url": card_url, "state": state, "skills": skills, **known, **fields}
 
 
 def has_skill(entry: dict[str, Any], skill: str) -> bool:
@@ -77,6 +79,10 @@ def build_registry_app(listing: Callable[[], Sequence[Listed]], console: Sequenc
         known = ", ".join(sorted(listed.name for listed in current)) or "none"
         return JSONResponse({"error": f"no agent named {name!r} in this registry; known: {known}"}, status_code=404)
 
+    async def catalog(request: Request) -> JSONResponse:
+        document = ai_catalog([agent.describe() for agent in listing()])
+        return JSONResponse(document, media_type=CATALOG_MEDIA_TYPE, headers={"Cache-Control": "no-cache"})
+
     async def health(request: Request) -> JSONResponse:
         states = [agent.describe()["state"] for agent in listing()]
         return JSONResponse({"status": "ok", "agents": len(states), "running": states.count("running")})
@@ -86,6 +92,7 @@ def build_registry_app(listing: Callable[[], Sequence[Listed]], console: Sequenc
             Route("/agents", agents, methods=["GET"]),
             Route("/agents/{name}", agent, methods=["GET"]),
             Route("/health", health, methods=["GET"]),
+            Route(CATALOG_PATH, catalog, methods=["GET"]),
             *console,
         ],
         middleware=[Middleware(SecurityHeaders, prefix=CONSOLE_PATH)],

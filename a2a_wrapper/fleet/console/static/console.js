@@ -15,6 +15,8 @@
   let auditTimer = null;
 
   const $ = (id) => document.getElementById(id);
+  // how long a decision took, as a person reads it: 0.02 ms, 405 ms, 2.3 s
+  const waited = (ms) => (ms < 1 ? ms.toFixed(2) + " ms" : ms < 1000 ? Math.round(ms) + " ms" : (ms / 1000).toFixed(1) + " s");
 
   function text(value) {
     if (value === null || value === undefined) return "";
@@ -249,7 +251,7 @@
           cell(entry.decision, "decision decision-" + text(entry.decision)),
           cell(entry.rule),
           cell(entry.decidedBy),
-          cell(entry.waitMs === null || entry.waitMs === undefined ? "" : entry.waitMs + " ms"),
+          cell(typeof entry.waitMs === "number" ? waited(entry.waitMs) : ""),
         ],
         { decision: text(entry.decision), agent: text(entry.agent) },
       ),
