@@ -30,6 +30,7 @@ from tests.helpers.a2a_wire import (
     user_message,
 )
 from tests.helpers.auth import bearer
+from tests.helpers.secrets import GITHUB
 from tests.helpers.tool_messages import answer_params, bash_params
 
 CONSOLE_KEY = "console-key-7d21c4"
@@ -341,3 +342,22 @@ async def test_the_console_answers_a_question_with_text(
         assert decided.json() == {"id": waiting["id"], "option": "answer", "decidedBy": "console:alice"}
         resumed = await followed
         assert final_state(resumed) == COMPLETED and "Blue" in answer_text(resumed)
+
+
+@pytest.mark.slow
+async def test_a_credential_in_a_waiting_command_never_reaches_the_console(
+    settings: AgentSettings, offline_model: OfflineModel, http: httpx.AsyncClient, console: httpx.AsyncClient
+) -> None:
+    command = f'curl -H "Authorization: Bearer {GITHUB}" https://api.github.com/user'
+    async with asyncio.timeout(120), serving(settings, offline_model) as served:
+        _, approval = await asked(http, served, command)
+        state = await console.get(operator(served, "/state"))
+        assert GITHUB not in state.text
+        [waiting] = state.json()["approvals"]
+        assert waiting["tool"]["command"].startswith("curl -H") and "[REDACTED:" in waiting["tool"]["command"]
+        async with console.stream("GET", operator(served, "/events")) as events:
+            first = await anext(line async for line in events.aiter_lines() if line.startswith("data:"))
+        assert GITHUB not in first and "[REDACTED:" in first
+        assert (await answer(console, served, approval, option="deny", operator="alice")).status_code == 200
+        audit = await console.get(operator(served, "/audit"))
+        assert GITHUB not in audit.text and any(e["decidedBy"] == "console:alice" for e in audit.json()["entries"])
