@@ -33,7 +33,7 @@ from a2a_wrapper.fleet.registry import CONSOLE_PATH, Listed
 log = logging.getLogger(__name__)
 
 OPTIONS = ("allow_once", "allow_context", "deny")
-DECISIONS = ("allow", "deny", "ask")
+DECISIONS = ("allow", "deny")  # what the audit keeps: an ask is recorded by how it was answered
 KEEP_ALIVE = 15.0
 COALESCE = 0.2  # seconds a burst of changes gathers into one event
 FAILED_SIGN_IN_DELAY = 1.0

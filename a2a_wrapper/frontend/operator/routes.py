@@ -4,7 +4,7 @@ callers' guards. JSON in camelCase; a refusal is `{"error": SENTENCE}`.
 - GET  /state             the live turns and what they wait for (view.py)
 - GET  /events            the state as an SSE stream: at once, then at each change (at most ~10 a second)
 - POST /approvals/{id}    an operator's answer: {"option": OPTION, "operator": NAME} (a question: {"text": ...})
-- GET  /audit             decisions, newest first: ?decision=allow|deny|ask&caller=NAME&limit=N
+- GET  /audit             decisions, newest first: ?decision=allow|deny&caller=NAME&limit=N
 """
 
 import asyncio
@@ -31,7 +31,7 @@ from a2a_wrapper.state.audit import recent
 
 PATH = "/operator/v1"
 OPERATOR = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}")  # a caller's name, as auth.callers spells it
-DECISIONS = ("allow", "deny", "ask")
+DECISIONS = ("allow", "deny")  # what the audit keeps: an ask is recorded by how it was answered
 MAX_AUDIT = 1000
 KEEP_ALIVE = 15.0  # seconds between comments on a quiet event stream
 PACE = 0.1  # seconds between two states on the event stream: changes meanwhile go out as one
