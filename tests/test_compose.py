@@ -7,6 +7,7 @@ Bringing it up needs a Docker engine (DOCKER_HOST), the image compose/build-imag
 import asyncio
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import uuid
@@ -120,6 +121,7 @@ def running_fleet() -> Iterator[Fleet]:
         client.close()
     ports = {name: str(free_port()) for name in ("MODEL", "CODE_REVIEW", "COPILOT_CODER", "ACP_CODER", "REGISTRY")}
     env = {**os.environ, **{f"{name}_PORT": port for name, port in ports.items()}}
+    env |= {"A2A_WRAP_CONSOLE_KEY": secrets.token_urlsafe(24), "A2A_WRAP_OPERATOR_KEY": secrets.token_urlsafe(24)}
     compose = [*compose_command(), "-f", str(FLEET_FILE), "-p", f"a2a-fleet-test-{uuid.uuid4().hex[:6]}"]
     fleet = Fleet(compose, env, ports)
     try:
@@ -148,3 +150,18 @@ async def test_the_fleet_comes_up_and_answers_through_the_registry(running_fleet
         # From the host: the agents' ports, published on loopback.
         task = await send(http, f"http://127.0.0.1:{running_fleet.ports['CODE_REVIEW']}/a2a/jsonrpc", "from the host")
         assert task_answer(task) == "Offline model reply: from the host"
+        # The console, signed in from the host: it reaches each agent's operator endpoint across the containers.
+        console = f"http://127.0.0.1:{running_fleet.ports['REGISTRY']}/console"
+        key = running_fleet.env["A2A_WRAP_OPERATOR_KEY"]
+        signed_in = await http.post(f"{console}/login", data={"name": "admin", "key": key}, follow_redirects=False)
+        assert signed_in.status_code == 303, signed_in.text
+        reached, seen = dict.fromkeys(AGENTS, "ok"), dict[str, str]()
+        try:
+            async with asyncio.timeout(30):
+                while seen != reached:  # the registry follows each agent's stream: "starting" until it answers
+                    state = (await http.get(f"{console}/api/state", cookies=signed_in.cookies)).json()
+                    assert state["operator"] == "admin"
+                    seen = {agent["name"]: agent["console"] for agent in state["agents"]}
+                    await asyncio.sleep(0.5)
+        except TimeoutError:
+            raise AssertionError(f"the console does not reach every agent: {seen}") from None
