@@ -127,7 +127,7 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
             runtime=describe_runtime(settings, sandbox),
             body_timeout=settings.server.body_timeout,
             limits=limits,
-            operator=operator_routes(settings.card.name, turns, settings.console, settings.state_dir / "state.db"),
+            operator=operator_routes(settings.card.name, turns, settings.console, database),
         )
         yield RunningAgent(settings, app, backend, sessions, turns.shutdown)
 

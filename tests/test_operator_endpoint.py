@@ -361,3 +361,20 @@ async def test_a_credential_in_a_waiting_command_never_reaches_the_console(
         assert (await answer(console, served, approval, option="deny", operator="alice")).status_code == 200
         audit = await console.get(operator(served, "/audit"))
         assert GITHUB not in audit.text and any(e["decidedBy"] == "console:alice" for e in audit.json()["entries"])
+
+
+@pytest.mark.slow
+async def test_the_console_reads_the_audit_of_an_agent_whose_state_is_on_postgres(
+    make_settings: SettingsFactory,
+    console_key: None,
+    postgres_url: str,
+    offline_model: OfflineModel,
+    http: httpx.AsyncClient,
+    console: httpx.AsyncClient,
+) -> None:
+    settings = make_settings(shield=ShieldConfig(), state={"url": postgres_url})
+    async with asyncio.timeout(120), serving(settings, offline_model) as served:
+        _, approval = await asked(http, served)
+        assert (await answer(console, served, approval, option="deny", operator="alice")).status_code == 200
+        entries = (await console.get(operator(served, "/audit?decision=deny"))).json()["entries"]
+        assert [(e["tool"], e["target"], e["decidedBy"]) for e in entries] == [("bash", TOUCH, "console:alice")]

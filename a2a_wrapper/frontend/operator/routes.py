@@ -12,7 +12,6 @@ import json
 import re
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 from starlette.middleware import Middleware
@@ -28,6 +27,7 @@ from a2a_wrapper.frontend.operator.view import audit_entry, state
 from a2a_wrapper.frontend.turns import Turns
 from a2a_wrapper.permissions.approvals import OPTIONS, Answer
 from a2a_wrapper.state.audit import recent
+from a2a_wrapper.state.engines import StateDatabase
 
 PATH = "/operator/v1"
 OPERATOR = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}")  # a caller's name, as auth.callers spells it
@@ -42,7 +42,7 @@ class BadRequest(Exception):
     """A request the endpoint cannot use; the message is the sentence sent back with 400."""
 
 
-def operator_routes(agent: str, turns: Turns, console: ConsoleSettings, database: Path) -> Mount:
+def operator_routes(agent: str, turns: Turns, console: ConsoleSettings, database: StateDatabase) -> Mount:
     """The endpoint, its key read from the environment now."""
 
     async def get_state(request: Request) -> JSONResponse:
