@@ -19,6 +19,7 @@ from a2a_wrapper.backends import Backend, create_backend
 from a2a_wrapper.background import cancel_and_wait
 from a2a_wrapper.config.runtimes import ProcessRuntime, SandboxRuntime
 from a2a_wrapper.config.settings import AgentSettings
+from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.frontend.app import build_app, request_handler
 from a2a_wrapper.frontend.card import CARD_PATH, build_card
 from a2a_wrapper.frontend.edge.server_config import uvicorn_config
@@ -69,6 +70,9 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
     """The backend started, state opened and the app built; all torn down in reverse on exit."""
     assert settings.state_dir is not None
     policy = build_policy(settings)  # bad rules stop the start before anything is spawned
+    unanswerable = settings.console_unkeyed()
+    if unanswerable is not None:
+        raise ConfigError(f"agent {settings.card.name!r}: {unanswerable}")
     settings.state_dir.mkdir(parents=True, exist_ok=True)
     async with AsyncExitStack() as stack:
         grpc_server = await stack.enter_async_context(grpc_port(settings))  # taken first: a clash stops the start now

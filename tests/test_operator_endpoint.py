@@ -8,13 +8,16 @@ import asyncio
 import json
 import re
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import yaml
 from pydantic import ValidationError
 
 from a2a_wrapper.config.settings import AgentSettings
+from a2a_wrapper.fleet import load_fleet
 from a2a_wrapper.offline_model import OfflineModel
 from a2a_wrapper.permissions.approvals import CONSOLE_ANSWERS
 from a2a_wrapper.shield import ShieldConfig
@@ -30,6 +33,7 @@ from tests.helpers.a2a_wire import (
     user_message,
 )
 from tests.helpers.auth import bearer
+from tests.helpers.cli import a2a_wrap
 from tests.helpers.secrets import GITHUB
 from tests.helpers.tool_messages import answer_params, bash_params
 
@@ -285,7 +289,6 @@ async def test_without_the_right_key_the_endpoint_refuses_and_without_a_key_set_
     [
         ({"approvers": []}, CONSOLE_KEY, "shield.approvers"),
         ({"approvers": ["caller", "boss"]}, CONSOLE_KEY, "shield.approvers.1"),
-        ({"approvers": ["console"]}, "", "A2A_WRAP_CONSOLE_KEY"),
     ],
 )
 def test_approvers_that_no_one_can_be_are_a_config_error(
@@ -294,6 +297,18 @@ def test_approvers_that_no_one_can_be_are_a_config_error(
     monkeypatch.setenv("A2A_WRAP_CONSOLE_KEY", key)
     with pytest.raises(ValidationError, match=re.escape(error)):
         AgentSettings(card={"name": "a"}, shield=shield)
+
+
+def test_an_agent_only_the_console_answers_starts_only_with_the_console_key(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"card": {"name": "a"}, "shield": {"approvers": ["console"]}}))
+    result = a2a_wrap("serve", "--config", str(config), "--state-dir", str(tmp_path / "state"))
+    assert result.returncode != 0
+    assert "agent 'a': shield.approvers: only the console answers, but its key's environment variable" in result.stderr
+    assert "A2A_WRAP_CONSOLE_KEY (console.key_env) is unset or empty" in result.stderr
+    assert "Traceback" not in result.stderr and " started " not in result.stderr  # refused before any backend
+    fleet = load_fleet([config])  # a fleet reads it before it hands the agent the run's key: no error there
+    assert fleet.agents[0].settings.shield is not None and fleet.agents[0].settings.shield.approvers == ("console",)
 
 
 @pytest.mark.parametrize(

@@ -269,14 +269,16 @@ class AgentSettings(BaseSettings):
             raise ValueError("auto_approve: true cannot be combined with shield rules; write it as shield defaults")
         return self
 
-    @model_validator(mode="after")
-    def _console_can_answer(self) -> "AgentSettings":
-        if self.shield is not None and self.shield.approvers == ("console",) and not self.console.key():
-            raise ValueError(
+    def console_unkeyed(self) -> str | None:
+        """Why no one could answer this agent's asks: only the console may, and its key is not set. Checked when
+        the agent starts, not when its config is read: a fleet reads it before handing the agent the key."""
+        if self.approvers == ("console",) and not self.console.key():
+            return (
                 f"shield.approvers: only the console answers, but its key's environment variable "
-                f"{self.console.key_env} (console.key_env) is unset or empty"
+                f"{self.console.key_env} (console.key_env) is unset or empty: set it, or run the agent in a fleet, "
+                "which sets it"
             )
-        return self
+        return None
 
     @property
     def approvers(self) -> tuple[Approver, ...]:
