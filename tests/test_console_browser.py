@@ -7,7 +7,6 @@ saved (tests/helpers/browser.py says where).
 """
 
 import asyncio
-import json
 import secrets
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ import yaml
 from playwright.async_api import Page, expect
 
 from a2a_wrapper.config.settings import AgentSettings
-from tests.helpers.a2a_wire import V1, approval_of, stream
+from tests.helpers.a2a_wire import approval_of, stream, subscription
 from tests.helpers.browser import browser_page, needs_chromium, screenshot
 from tests.helpers.demo_process import Demo, free_block
 from tests.helpers.fleet_process import FleetProcess, agent_config, port_of, wait_until
@@ -28,20 +27,6 @@ pytestmark = [pytest.mark.slow, needs_chromium]
 
 OPERATOR = "alice"
 KEY_ENV = "CONSOLE_TEST_ALICE_KEY"
-
-
-async def subscribed(http: httpx.AsyncClient, jsonrpc: str, task_id: str) -> list[dict[str, Any]]:
-    """SubscribeToTask's events until the stream ends: what the caller sees while the operator decides."""
-    body = {"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": task_id}}
-    events: list[dict[str, Any]] = []
-    async with http.stream("POST", jsonrpc, json=body, headers=V1) as response:
-        assert response.status_code == 200
-        async for line in response.aiter_lines():
-            if line.startswith("data:"):
-                payload = json.loads(line[5:])
-                assert "result" in payload, payload
-                events.append(payload["result"])
-    return events
 
 
 def states(events: list[dict[str, Any]]) -> list[str]:
@@ -72,7 +57,7 @@ async def decide_on_the_page(
 ) -> list[dict[str, Any]]:
     """The approval seen on the page (command and rule), answered there; the caller's subscription to its end."""
     approval = await asked(http, jsonrpc, command)
-    watching = asyncio.create_task(subscribed(http, jsonrpc, approval["taskId"]))
+    watching = asyncio.create_task(subscription(http, jsonrpc, approval["taskId"]))
     waiting = row(page, approval["id"])
     await expect(waiting).to_be_visible(timeout=15_000)
     await expect(waiting).to_contain_text(command)
@@ -132,7 +117,7 @@ async def test_an_approval_nobody_answers_expires_on_the_page(
         async with browser_page() as page:
             await sign_in(page, f"{fleet.registry}/console", key)
             approval = await asked(http, jsonrpc, "touch expired.txt")
-            watching = asyncio.create_task(subscribed(http, jsonrpc, approval["taskId"]))
+            watching = asyncio.create_task(subscription(http, jsonrpc, approval["taskId"]))
             waiting = row(page, approval["id"])
             await expect(waiting).to_contain_text("touch expired.txt", timeout=15_000)
             await screenshot(page, "expiry-waiting")

@@ -7,7 +7,7 @@ person shows on the disk whether the answer let it run; the caller's side is wat
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +86,21 @@ class Subscription:
                     self.events.append(json.loads(line[5:])["result"])
                     self.open.set()
         return self.events
+
+
+async def audited(console: httpx.AsyncClient, served: ServedAgent, query: str = "") -> list[dict[str, Any]]:
+    """The agent's audit entries, newest first, as the console reads them."""
+    return list((await console.get(operator(served, f"/audit{query}"))).json()["entries"])
+
+
+async def audited_when(
+    console: httpx.AsyncClient, served: ServedAgent, ready: Callable[[list[dict[str, Any]]], bool], query: str = ""
+) -> list[dict[str, Any]]:
+    """The audit once `ready` holds for it: a console's answer is applied to the turn, then audited, behind its 200."""
+    async with asyncio.timeout(30):
+        while not ready(entries := await audited(console, served, query)):  # noqa: ASYNC110 (polled over HTTP)
+            await asyncio.sleep(0.05)
+    return entries
 
 
 async def answer(console: httpx.AsyncClient, served: ServedAgent, approval: str, **body: Any) -> httpx.Response:
@@ -374,8 +389,8 @@ async def test_a_credential_in_a_waiting_command_never_reaches_the_console(
             first = await anext(line async for line in events.aiter_lines() if line.startswith("data:"))
         assert GITHUB not in first and "[REDACTED:" in first
         assert (await answer(console, served, approval, option="deny", operator="alice")).status_code == 200
-        audit = await console.get(operator(served, "/audit"))
-        assert GITHUB not in audit.text and any(e["decidedBy"] == "console:alice" for e in audit.json()["entries"])
+        audit = await audited_when(console, served, lambda found: any(e["decidedBy"] == "console:alice" for e in found))
+        assert GITHUB not in json.dumps(audit) and "[REDACTED:" in json.dumps(audit)
 
 
 @pytest.mark.slow
@@ -391,5 +406,5 @@ async def test_the_console_reads_the_audit_of_an_agent_whose_state_is_on_postgre
     async with asyncio.timeout(120), serving(settings, offline_model) as served:
         _, approval = await asked(http, served)
         assert (await answer(console, served, approval, option="deny", operator="alice")).status_code == 200
-        entries = (await console.get(operator(served, "/audit?decision=deny"))).json()["entries"]
+        entries = await audited_when(console, served, bool, "?decision=deny")
         assert [(e["tool"], e["target"], e["decidedBy"]) for e in entries] == [("bash", TOUCH, "console:alice")]

@@ -17,7 +17,7 @@ import yaml
 from a2a_wrapper.offline_model import OfflineModel
 from a2a_wrapper.state.recovery import INTERRUPTED
 from tests.conftest import SettingsFactory
-from tests.helpers.a2a_wire import V1, final_state, rpc, status_text, stream, user_message
+from tests.helpers.a2a_wire import final_state, rpc, status_text, stream, subscription, user_message
 from tests.helpers.model_prompts import marker, wait_until_the_model_receives
 from tests.helpers.serve_process import start_serve, wait_healthy
 
@@ -78,15 +78,7 @@ async def start_task(http: httpx.AsyncClient, replica: Replica, text: str, conte
 
 
 async def subscribe(http: httpx.AsyncClient, replica: Replica, task_id: str) -> list[dict[str, Any]]:
-    body = {"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": task_id}}
-    events: list[dict[str, Any]] = []
-    async with http.stream("POST", replica.jsonrpc, json=body, headers=V1) as response:
-        async for line in response.aiter_lines():
-            if line.startswith("data:"):
-                payload = json.loads(line[5:])
-                assert "result" in payload, payload
-                events.append(payload["result"])
-    return events
+    return await subscription(http, replica.jsonrpc, task_id)
 
 
 async def task_of(http: httpx.AsyncClient, replica: Replica, task_id: str) -> dict[str, Any]:

@@ -33,7 +33,17 @@ async def send(http: httpx.AsyncClient, url: str, text: str, context_id: str | N
 
 async def stream(http: httpx.AsyncClient, url: str, params: dict[str, Any]) -> list[dict[str, Any]]:
     """SendStreamingMessage; every `result` of the SSE stream, in order."""
-    body = {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": params}
+    return await streamed(http, url, "SendStreamingMessage", params)
+
+
+async def subscription(http: httpx.AsyncClient, url: str, task_id: str) -> list[dict[str, Any]]:
+    """SubscribeToTask; every `result` until the stream ends: what a caller watching the task sees."""
+    return await streamed(http, url, "SubscribeToTask", {"id": task_id})
+
+
+async def streamed(http: httpx.AsyncClient, url: str, method: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    """A streaming JSON-RPC method's `result`s, in order, until the server ends the stream."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
     events: list[dict[str, Any]] = []
     async with http.stream("POST", url, json=body, headers=V1) as response:
         assert response.status_code == 200
