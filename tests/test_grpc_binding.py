@@ -159,7 +159,8 @@ async def test_an_idle_grpc_connection_is_closed_after_the_idle_timeout() -> Non
     async with asyncio.timeout(10), bare_grpc(header_timeout=0.3, idle_timeout=1.2) as port:
         frames, seconds = await closed_after(port, PREFACE + SETTINGS)
     assert frames[-1:] == [GOAWAY]
-    assert 1.1 <= seconds < 4, "closed for idling, not at the handshake deadline"
+    # gRPC's idle timer may fire up to ~10% early (seen: 1.09 s of 1.2 s); the handshake deadline is at 0.3 s
+    assert 0.9 <= seconds < 4, "closed for idling, not at the handshake deadline"
 
 
 async def test_grpc_connections_past_the_cap_are_closed_at_once() -> None:
