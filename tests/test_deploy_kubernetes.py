@@ -320,6 +320,7 @@ def test_configs_a_pod_cannot_run_are_refused(tmp_path: Path, sections: dict[str
         render(path)
 
 
+@pytest.mark.slow  # an a2a-wrap process
 def test_the_command_writes_the_folder_and_says_how_to_apply_it(tmp_path: Path, keyed_agent: Path) -> None:
     out = tmp_path / "manifests"
     command = [sys.executable, "-m", "a2a_wrapper", "deploy", "kubernetes", str(keyed_agent), "-o", str(out)]

@@ -314,6 +314,7 @@ def test_approvers_that_no_one_can_be_are_a_config_error(
         AgentSettings(card={"name": "a"}, shield=shield)
 
 
+@pytest.mark.slow  # an a2a-wrap process
 def test_an_agent_only_the_console_answers_starts_only_with_the_console_key(tmp_path: Path) -> None:
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump({"card": {"name": "a"}, "shield": {"approvers": ["console"]}}))

@@ -49,7 +49,7 @@ def _rule(name: str) -> Rule:
     return Rule(name=name, decision="allow", tools=(name,))
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])  # slow: a real server
 def database(request: pytest.FixtureRequest, tmp_path: Path) -> StateDatabase:
     if request.param == "sqlite":
         return StateDatabase(path=tmp_path / "state.db")
@@ -78,6 +78,7 @@ async def test_migrations_create_every_table_once(engine: AsyncEngine) -> None:
     assert versions == [step.version for step in STEPS]
 
 
+@pytest.mark.slow  # a real PostgreSQL
 async def test_two_replicas_starting_together_migrate_one_after_the_other(postgres_url: str) -> None:
     engines = [open_state(StateDatabase(url=postgres_url)) for _ in range(3)]
     try:
@@ -189,6 +190,7 @@ async def test_push_configs_are_kept_per_task(engine: AsyncEngine) -> None:
         assert await restarted.get_info_for_dispatch("t1") == []
 
 
+@pytest.mark.slow  # a real PostgreSQL
 async def test_shared_tasks_round_trip_redacted_and_versioned(postgres_url: str) -> None:
     engine = open_state(StateDatabase(url=postgres_url))
     owner = ServerCallContext()
@@ -213,6 +215,7 @@ async def test_shared_tasks_round_trip_redacted_and_versioned(postgres_url: str)
     assert [t.id for t in listed.tasks] == ["t-1"]
 
 
+@pytest.mark.slow  # a real PostgreSQL
 async def test_a_context_runs_on_one_replica_until_its_lease_is_let_go_or_expires(postgres_url: str) -> None:
     engine = open_state(StateDatabase(url=postgres_url))
     taken: list[ContextKey] = []
