@@ -54,9 +54,6 @@ def operator_routes(agent: str, turns: Turns, console: ConsoleSettings, database
 
     async def post_answer(request: Request) -> JSONResponse:
         approval_id = request.path_params["approval_id"]
-        if "console" not in turns.approvers:
-            sentence = "Approvals of this agent are answered by its callers only (shield.approvers leaves out console)."
-            return _error(sentence, 403)
         try:
             operator, answer = _read_answer(await request.body())
         except BadRequest as exc:
@@ -68,6 +65,9 @@ def operator_routes(agent: str, turns: Turns, console: ConsoleSettings, database
             if earlier is not None:
                 return _error(earlier.refusal(), 409)
             return _error(f"No approval {approval_id} waits on this agent.", 404)
+        if not isinstance(pending.request, Question) and "console" not in turns.approvers:  # a question: anyone
+            sentence = "Approvals of this agent are answered by its callers only (shield.approvers leaves out console)."
+            return _error(sentence, 403)
         if isinstance(pending.request, Question) != (answer.option is None):
             return _error(_mismatch(approval_id, answer), 400)
         if time.time() >= pending.expires_at:  # the deadline is about to answer it: this answer would be none
