@@ -159,7 +159,7 @@ async def test_the_fleet_comes_up_and_answers_through_the_registry(running_fleet
         try:
             async with asyncio.timeout(30):
                 while seen != reached:  # the registry follows each agent's stream: "starting" until it answers
-                    state = (await http.get(f"{console}/api/state", cookies=signed_in.cookies)).json()
+                    state = (await http.get(f"{console}/api/state")).json()  # the session cookie is in the jar
                     assert state["operator"] == "admin"
                     seen = {agent["name"]: agent["console"] for agent in state["agents"]}
                     await asyncio.sleep(0.5)
