@@ -7,8 +7,9 @@ Precedence, low to high: defaults, the config file, `A2A_WRAP_*` environment var
 import ipaddress
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
@@ -23,6 +24,8 @@ from a2a_wrapper.sections import Section
 from a2a_wrapper.shield.hosts import BadUrl, check_host_pattern
 from a2a_wrapper.shield.rules import Approver, ShieldConfig
 
+ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"  # an environment variable's name, where a config names one
+PERSON_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$"  # a caller's or an operator's name, as the audit shows it
 ENV_PREFIX = "A2A_WRAP_"  # nested keys joined by "__": A2A_WRAP_SERVER__PORT
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 
@@ -43,9 +46,7 @@ class CardProvider(Section):
 class CardSigning(Section):
     """The card carries a JWS (A2A §8.4) made with a private key read from the environment at start."""
 
-    key_env: str = Field(
-        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="The environment variable holding the PEM private key."
-    )
+    key_env: str = Field(pattern=ENV_NAME, description="The environment variable holding the PEM private key.")
     key_id: str = Field(min_length=1, description="`kid` in the JWS header: how a verifier finds the public key.")
     algorithm: Literal["ES256", "ES384", "RS256", "PS256", "EdDSA"] = "ES256"
     jku: str | None = Field(None, description="URL of the JWK set holding the public key (the JWS `jku` header).")
@@ -175,22 +176,39 @@ class LoggingSettings(Section):
         return value
 
 
-class Caller(Section):
-    """A client allowed to call the agent; its key is read from `key_env` at start, never written in the config."""
+class NamedKey(Section):
+    """Someone known by a name, whose key is read from the environment variable `key_env` at start and never
+    written in a config: an agent's caller, a console's operator (fleet_file.py). Unset or empty fails closed."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$", description="Who the caller is; owns its tasks.")
-    key_env: str = Field(
-        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="The environment variable holding the caller's key."
-    )
+    WHO: ClassVar[str]  # what the error calls them: "caller", "operator"
+    name: str
+    key_env: str
 
     def key(self) -> str:
         return os.environ.get(self.key_env, "")
 
     @model_validator(mode="after")
-    def _key_is_set(self) -> "Caller":
+    def _key_is_set(self) -> "NamedKey":
         if not self.key():  # fail closed: an empty key must never let anyone in
-            raise ValueError(f"caller {self.name!r}: environment variable {self.key_env} is unset or empty")
+            raise ValueError(f"{self.WHO} {self.name!r}: environment variable {self.key_env} is unset or empty")
         return self
+
+
+def check_distinct(people: Sequence[NamedKey], where: str) -> None:
+    """Refuses two of `people` with one name or one key variable, naming the repeated values."""
+    for attribute in ("name", "key_env"):
+        values = [getattr(person, attribute) for person in people]
+        repeated = sorted({value for value in values if values.count(value) > 1})
+        if repeated:
+            raise ValueError(f"{where}: {attribute} {', '.join(repeated)} appears more than once")
+
+
+class Caller(NamedKey):
+    """A client allowed to call the agent."""
+
+    WHO = "caller"
+    name: str = Field(pattern=PERSON_NAME, description="Who the caller is; owns its tasks.")
+    key_env: str = Field(pattern=ENV_NAME, description="The environment variable holding the caller's key.")
 
 
 class AuthSettings(Section):
@@ -200,11 +218,7 @@ class AuthSettings(Section):
 
     @model_validator(mode="after")
     def _distinct(self) -> "AuthSettings":
-        for attribute in ("name", "key_env"):
-            values = [getattr(caller, attribute) for caller in self.callers]
-            repeated = sorted({value for value in values if values.count(value) > 1})
-            if repeated:
-                raise ValueError(f"callers: {attribute} {', '.join(repeated)} appears more than once")
+        check_distinct(self.callers, "callers")
         return self
 
 
@@ -214,7 +228,7 @@ class ConsoleSettings(Section):
 
     key_env: str = Field(
         "A2A_WRAP_CONSOLE_KEY",
-        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        pattern=ENV_NAME,
         description="The environment variable holding the key the registry's console presents.",
     )
 

@@ -7,12 +7,12 @@ from pathlib import Path
 from pydantic import Field, ValidationError, model_validator
 
 from a2a_wrapper.config.files import describe_errors
+from a2a_wrapper.config.settings import ENV_NAME, PERSON_NAME, NamedKey, check_distinct
 from a2a_wrapper.config.source import read_config_file
 from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.sections import Section
 
 DEFAULT_REGISTRY_PORT = 8800
-ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"  # an environment variable's name, as an agent's callers take it
 
 
 def key_from_env(key_env: str, whose: str) -> str:
@@ -23,19 +23,12 @@ def key_from_env(key_env: str, whose: str) -> str:
     return key
 
 
-class Operator(Section):
-    """A person who signs in to the registry's console and answers approvals; the key is read from `key_env`."""
+class Operator(NamedKey):
+    """A person who signs in to the registry's console and answers approvals."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$", description="Who the operator is, in the audit.")
+    WHO = "operator"
+    name: str = Field(pattern=PERSON_NAME, description="Who the operator is, in the audit.")
     key_env: str = Field(pattern=ENV_NAME, description="The environment variable holding the operator's key.")
-
-    def key(self) -> str:
-        return key_from_env(self.key_env, f"operator {self.name!r}")
-
-    @model_validator(mode="after")
-    def _key_is_set(self) -> "Operator":
-        self.key()
-        return self
 
 
 class RegistrySettings(Section):
@@ -48,11 +41,7 @@ class RegistrySettings(Section):
 
     @model_validator(mode="after")
     def _distinct(self) -> "RegistrySettings":
-        for attribute in ("name", "key_env"):
-            values = [getattr(operator, attribute) for operator in self.operators]
-            repeated = sorted({value for value in values if values.count(value) > 1})
-            if repeated:
-                raise ValueError(f"operators: {attribute} {', '.join(repeated)} appears more than once")
+        check_distinct(self.operators, "operators")
         return self
 
 
