@@ -13,6 +13,7 @@ import logging
 from a2a.server.context import ServerCallContext
 from a2a.server.routes import DefaultServerCallContextBuilder
 from starlette.authentication import AuthCredentials, AuthenticationBackend, AuthenticationError, SimpleUser
+from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.requests import HTTPConnection, Request
@@ -95,12 +96,17 @@ class KeyAuthentication(AuthenticationBackend):
 HTTP_WHITESPACE = " \t"  # RFC 9110's OWS: what may surround a header value; `str.strip()` also drops \xa0, \x85
 
 
+def bearer_token(headers: Headers) -> bytes | None:
+    """The `Authorization: Bearer` token, as the bytes sent (Starlette decodes header values as latin-1)."""
+    scheme, _, token = headers.get("authorization", "").partition(" ")
+    token = token.strip(HTTP_WHITESPACE)
+    return token.encode("latin-1") if scheme.lower() == "bearer" and token else None
+
+
 def _presented_keys(conn: HTTPConnection) -> list[bytes]:
-    """The keys the request carries, as the bytes sent (Starlette decodes header values as latin-1)."""
-    keys = []
-    scheme, _, token = conn.headers.get("authorization", "").partition(" ")
-    if scheme.lower() == "bearer" and token.strip(HTTP_WHITESPACE):
-        keys.append(token.strip(HTTP_WHITESPACE).encode("latin-1"))
+    """The keys the request carries: its bearer token, its API-key header."""
+    bearer = bearer_token(conn.headers)
+    keys = [bearer] if bearer is not None else []
     api_key = conn.headers.get(API_KEY_HEADER, "").strip(HTTP_WHITESPACE)
     if api_key:
         keys.append(api_key.encode("latin-1"))

@@ -10,7 +10,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from a2a_wrapper.config.settings import ConsoleSettings
-from a2a_wrapper.frontend.auth import HTTP_WHITESPACE, Callers
+from a2a_wrapper.frontend.auth import Callers, bearer_token
 
 CONSOLE = "console"
 
@@ -39,11 +39,10 @@ class ConsoleKey:
     def _refusal(self, headers: Headers) -> JSONResponse | None:
         if self._keys is None:
             return JSONResponse({"error": self._closed}, status_code=403)
-        scheme, _, token = headers.get("authorization", "").partition(" ")
-        token = token.strip(HTTP_WHITESPACE)
-        if scheme.lower() != "bearer" or not token:
+        token = bearer_token(headers)
+        if token is None:
             return _unauthorized("The operator endpoint needs the console's key: send `Authorization: Bearer <key>`.")
-        if self._keys.identify(token.encode("latin-1")) is None:
+        if self._keys.identify(token) is None:
             return _unauthorized("The key given is not the console's key.")
         return None
 
