@@ -7,7 +7,8 @@ redacted once more here (the agent redacts it already): nothing secret reaches t
 """
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import quote
 
@@ -49,7 +50,7 @@ def refusal(response: httpx.Response) -> str:
 async def follow_state(http: httpx.AsyncClient, url: str, key: str | None) -> AsyncIterator[dict[str, Any]]:
     """Each state the agent sends, the first at once; ends when the agent closes the stream."""
     timeout = httpx.Timeout(CALL_TIMEOUT, read=KEEP_ALIVE * 2 + 5)
-    try:
+    with _reaching():
         async with http.stream("GET", url + OPERATOR_PATH + "/events", headers=_headers(key), timeout=timeout) as sent:
             if sent.status_code != 200:
                 await sent.aread()
@@ -57,6 +58,13 @@ async def follow_state(http: httpx.AsyncClient, url: str, key: str | None) -> As
             async for name, data in _events(sent.aiter_lines()):
                 if name == "state":
                     yield _state(data)
+
+
+@contextmanager
+def _reaching() -> Iterator[None]:
+    """A call to the agent; a transport failure becomes the sentence the page shows."""
+    try:
+        yield
     except httpx.HTTPError as exc:
         raise ConsoleUnreachable(f"not reachable ({type(exc).__name__}: {exc})") from exc
 
@@ -98,12 +106,10 @@ async def answer(
     """The agent's status and body for an operator's `answer` ({"option"}, or {"text"} to a question), its 409's
     sentence included."""
     target = f"{url}{OPERATOR_PATH}/approvals/{quote(approval, safe='')}"
-    try:
+    with _reaching():
         response = await http.post(
             target, json={**answer, "operator": operator}, headers=_headers(key), timeout=CALL_TIMEOUT
         )
-    except httpx.HTTPError as exc:
-        raise ConsoleUnreachable(f"not reachable ({type(exc).__name__}: {exc})") from exc
     try:
         body = response.json()
     except ValueError:
@@ -115,12 +121,10 @@ async def answer(
 
 async def audit(http: httpx.AsyncClient, url: str, key: str | None, query: dict[str, str]) -> list[dict[str, Any]]:
     """The agent's audit entries (newest first) that match `query` (decision, caller, limit)."""
-    try:
+    with _reaching():
         response = await http.get(
             url + OPERATOR_PATH + "/audit", params=query, headers=_headers(key), timeout=CALL_TIMEOUT
         )
-    except httpx.HTTPError as exc:
-        raise ConsoleUnreachable(f"not reachable ({type(exc).__name__}: {exc})") from exc
     if response.status_code != 200:
         raise ConsoleUnreachable(refusal(response))
     try:
