@@ -67,9 +67,13 @@ async def engine(database: StateDatabase) -> AsyncIterator[AsyncEngine]:
         await engine.dispose()
 
 
-async def test_migrations_create_every_table_once(engine: AsyncEngine) -> None:
+async def test_migrations_create_every_table_once(engine: AsyncEngine, database: StateDatabase) -> None:
     async with asyncio.timeout(30):
-        assert await migrate(engine) == 0, "a second start applies nothing"
+        second = open_state(database)  # a second start: another process's engine on the same database
+        try:
+            assert await migrate(second) == 0, "a second start applies nothing"
+        finally:
+            await second.dispose()
         async with engine.connect() as db:
             tables = set(await db.run_sync(lambda sync: inspect(sync).get_table_names()))
             versions = [row[0] for row in await db.execute(text("SELECT version FROM schema_version"))]

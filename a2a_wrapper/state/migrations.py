@@ -16,6 +16,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import cast
+from weakref import WeakSet
 
 from a2a.server.models import Base, PushNotificationConfigModel, TaskEventModel, TaskModel, TaskVersionModel
 from sqlalchemy import Table, func, insert, inspect, select, text
@@ -28,6 +29,7 @@ from a2a_wrapper.state.sdk_tables import first_owner_of_context
 log = logging.getLogger(__name__)
 
 _LOCK = 0x0A2A_0001  # the advisory lock's key: any constant the replicas agree on
+_migrated: WeakSet[AsyncEngine] = WeakSet()  # engines brought up to date by this process
 _SDK_TABLES: list[Table] = [
     cast(Table, model.__table__) for model in (TaskModel, PushNotificationConfigModel, TaskVersionModel, TaskEventModel)
 ]
@@ -41,9 +43,19 @@ class Step:
 
 
 async def migrate(engine: AsyncEngine) -> int:
-    """Applies the steps the database lacks; returns how many. Idempotent: a second call applies none."""
+    """Applies the steps the database lacks; returns how many. Idempotent: a second call applies none, and on an
+    engine this process has migrated already (each of the agent's state parts asks) it does not look again."""
+    async with my_turn(engine):
+        if engine in _migrated:
+            return 0
+        applied = await _migrate(engine)
+        _migrated.add(engine)
+        return applied
+
+
+async def _migrate(engine: AsyncEngine) -> int:
     shared = engine.dialect.name != "sqlite"
-    async with my_turn(engine), engine.connect() as db:
+    async with engine.connect() as db:
         if shared:
             async with db.begin():
                 await db.execute(text("SELECT pg_advisory_lock(:key)"), {"key": _LOCK})
