@@ -15,24 +15,13 @@ from a2a_wrapper.offline_model import OfflineModel
 from tests.conftest import SettingsFactory
 from tests.helpers.a2a_wire import rpc, status_text, stream, user_message
 from tests.helpers.model_prompts import marker, wait_until_the_model_receives
-from tests.helpers.serve_process import start_serve, wait_healthy
+from tests.helpers.serve_process import serve_config, start_serve, wait_healthy
 
 pytestmark = pytest.mark.slow
 
 
 def write_config(path: Path, settings: Any) -> Path:
-    config = {
-        "card": {"name": "lifecycle"},
-        "server": {"port": settings.server.port},
-        "backend": {
-            "kind": "opencode",
-            "binary": str(settings.backend.binary),
-            "model": settings.backend.model,
-            "provider": settings.backend.provider.model_dump(mode="json", exclude_none=True),  # no key: none set
-        },
-        "state_dir": str(path.parent / "state"),
-    }
-    path.write_text(yaml.safe_dump(config))
+    path.write_text(yaml.safe_dump(serve_config(settings, "lifecycle", path.parent / "state")))
     return path
 
 

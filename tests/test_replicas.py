@@ -19,7 +19,7 @@ from a2a_wrapper.state.recovery import INTERRUPTED
 from tests.conftest import SettingsFactory
 from tests.helpers.a2a_wire import final_state, rpc, status_text, stream, subscription, user_message
 from tests.helpers.model_prompts import marker, wait_until_the_model_receives
-from tests.helpers.serve_process import start_serve, wait_healthy
+from tests.helpers.serve_process import serve_config, start_serve, wait_healthy
 
 LEASE = 3.0  # seconds: short, so a dead replica's contexts are free within the test
 
@@ -43,19 +43,8 @@ async def replicas(
     try:
         for name in ("a", "b"):
             settings = make_settings(state_dir=tmp_path / name)
-            config = {
-                "card": {"name": "replicated"},
-                "server": {"port": settings.server.port},
-                "backend": {
-                    "kind": "opencode",
-                    "binary": str(settings.backend.binary),
-                    "model": settings.backend.model,
-                    "provider": settings.backend.provider.model_dump(mode="json", exclude_none=True),
-                },
-                "auto_approve": True,
-                "state_dir": str(tmp_path / name),
-                "state": {"url": postgres_url, "lease": LEASE, "replica": name},
-            }
+            state = {"url": postgres_url, "lease": LEASE, "replica": name}
+            config = serve_config(settings, "replicated", tmp_path / name, auto_approve=True, state=state)
             path = tmp_path / f"{name}.yaml"
             path.write_text(yaml.safe_dump(config))
             started.append(Replica(name, settings.advertised_url, await start_serve(path)))

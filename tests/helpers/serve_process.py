@@ -8,6 +8,20 @@ from typing import Any
 import httpx
 
 
+def serve_config(settings: Any, name: str, state_dir: Path, **extra: Any) -> dict[str, Any]:
+    """A config file's content for `a2a-wrap serve`: the test settings' OpenCode on the offline model (no key: none
+    is set), the settings' port, `state_dir`, and `extra` sections."""
+    backend = settings.backend
+    provider = backend.provider.model_dump(mode="json", exclude_none=True)
+    return {
+        "card": {"name": name},
+        "server": {"port": settings.server.port},
+        "backend": {"kind": "opencode", "binary": str(backend.binary), "model": backend.model, "provider": provider},
+        "state_dir": str(state_dir),
+        **extra,
+    }
+
+
 async def start_serve(config: Path) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         sys.executable,
