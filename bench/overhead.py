@@ -67,6 +67,7 @@ from a2a_wrapper.backends.opencode.launch import free_port
 from a2a_wrapper.config.backends import ModelProvider, OpenCodeSettings
 from a2a_wrapper.config.runtimes import ProcessRuntime
 from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSettings
+from a2a_wrapper.frontend.edge.server_config import uvicorn_config
 from a2a_wrapper.offline_model import MODEL_ID, SMALL_MODEL_ID, OfflineModel
 
 log = logging.getLogger("bench.overhead")
@@ -368,16 +369,8 @@ def agent_settings(model: OfflineModel, state: Path) -> AgentSettings:
 
 @asynccontextmanager
 async def serving(agent: RunningAgent) -> AsyncIterator[str]:
-    """The agent's app on uvicorn; yields its JSON-RPC URL."""
-    config = uvicorn.Config(
-        agent.app,
-        host="127.0.0.1",
-        port=agent.settings.server.port,
-        log_config=None,
-        lifespan="off",
-        access_log=False,
-    )
-    server = uvicorn.Server(config)
+    """The agent's app on uvicorn as `a2a-wrap` serves it (its connection limits included); yields its JSON-RPC URL."""
+    server = uvicorn.Server(uvicorn_config(agent.app, agent.settings.server))
     task = asyncio.create_task(server.serve(), name="bench-uvicorn")
     try:
         async with asyncio.timeout(10):
