@@ -42,9 +42,29 @@ async def test_a_fast_answer_is_paced_into_few_chunks_and_keeps_every_delta() ->
     assert got[0][1] == (Text(delta="".join(deltas[:5])),)  # the first burst goes as it is, not held for more
     assert len(got) < 40  # not one chunk per delta
     assert isinstance(got[-1][1][-1], Done)
-    text_times = [at for at, batch in got if any(isinstance(e, Text) for e in batch)]
-    gaps = [later - earlier for earlier, later in itertools.pairwise(text_times)]
+    flowing = [at for at, batch in got[:-1] if any(isinstance(e, Text) for e in batch)]  # the last ends the turn
+    gaps = [later - earlier for earlier, later in itertools.pairwise(flowing)]
     assert min(gaps) >= TEXT_PACE * 0.9  # at most one chunk of text per pace
+
+
+@pytest.mark.parametrize("behind", [Done(outcome="completed"), TOOL], ids=["the turn's end", "a tool call"])
+async def test_the_last_text_does_not_wait_out_the_pace_when_an_event_that_goes_at_once_follows(
+    behind: StreamEvent,
+) -> None:
+    queue: asyncio.Queue[StreamEvent] = asyncio.Queue()
+    loop = asyncio.get_running_loop()
+    async with asyncio.timeout(10):
+        stream = batches(queue, as_is)
+        queue.put_nowait(Text(delta="first"))
+        assert await anext(stream) == (Text(delta="first"),)
+        asked = loop.time()
+        queue.put_nowait(Text(delta=" last"))  # within the pace: it waits, gathering...
+        next_batch = asyncio.ensure_future(anext(stream))
+        await asyncio.sleep(0.001)
+        assert not next_batch.done()
+        queue.put_nowait(behind)  # ...until this arrives, which ends the wait with it
+        assert await next_batch == (Text(delta=" last"), behind)
+        assert loop.time() - asked < TEXT_PACE * 0.9
 
 
 async def test_text_after_other_events_is_not_held() -> None:

@@ -7,7 +7,9 @@ and no batch collects for longer than BURST_SLICE, so a steady stream still reac
 milliseconds. A `Done` ends its batch and the stream.
 
 An answer that streams faster than the A2A side sends it is paced: text that follows a batch of text handed
-over less than TEXT_PACE ago waits out the rest of that pace, gathering what arrives meanwhile. The first text
+over less than TEXT_PACE ago waits out the rest of that pace, gathering what arrives meanwhile, unless an event
+that goes at once (the turn's end, a tool call) cuts the wait short: the last words of an answer do not wait out
+a pace when the turn ends right behind them. The first text
 of an answer (and anything after other events) is never held; a reply of 300 deltas in 100 ms becomes ~20
 chunks instead of one per delta, each of which costs a2a-sdk a task save and an SSE event.
 """
@@ -17,9 +19,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from a2a_wrapper.backends.base import BURST_SLICE, Batch
-from a2a_wrapper.events import Done, StreamEvent, Text, coalesce
+from a2a_wrapper.events import Done, StreamEvent, Text, Thought, Usage, coalesce
 
 TEXT_PACE = 0.005  # seconds: at most one chunk of a flowing answer per pace
+GATHERED = (Text, Thought, Usage)  # what the pace holds with the text; any other event ends its wait
 Item = TypeVar("Item")
 Translate = Callable[[Item], Awaitable[Sequence[StreamEvent]]]
 
@@ -46,7 +49,7 @@ async def _next_batch(queue: "asyncio.Queue[Item]", translate: Translate[Item], 
     loop = asyncio.get_running_loop()
     events = list(await translate(await queue.get()))
     if events and isinstance(events[0], Text) and loop.time() < paced_until:
-        await asyncio.sleep(paced_until - loop.time())
+        events += await _during_pace(queue, translate, paced_until)
     collect_until = loop.time() + BURST_SLICE
     ended = _ends(events)
     while not queue.empty() and loop.time() < collect_until and not ended:
@@ -54,6 +57,29 @@ async def _next_batch(queue: "asyncio.Queue[Item]", translate: Translate[Item], 
         events += more
         ended = _ends(more)  # only the new ones: a burst of 300 deltas is not scanned 300 times
     return _through_done(coalesce(events))
+
+
+async def _during_pace(
+    queue: "asyncio.Queue[Item]", translate: Translate[Item], paced_until: float
+) -> list[StreamEvent]:
+    """What arrives while text waits out the pace, gathered; the wait ends early at an event that is sent at once
+    (the end of the turn, a tool call, a request for a person): the answer's last text never waits for nothing."""
+    loop = asyncio.get_running_loop()
+    gathered: list[StreamEvent] = []
+    while (left := paced_until - loop.time()) > 0:
+        if queue.empty():
+            try:
+                async with asyncio.timeout(left):
+                    item = await queue.get()
+            except TimeoutError:
+                break
+        else:
+            item = queue.get_nowait()
+        more = await translate(item)
+        gathered += more
+        if any(not isinstance(event, GATHERED) for event in more):
+            break
+    return gathered
 
 
 def _ends(events: Sequence[StreamEvent]) -> bool:
