@@ -2,8 +2,6 @@
 
 __version__ = "0.1.0"
 
-import os
+from a2a_wrapper.sdk_tracing import untraced_sdk
 
-# a2a-sdk wraps every internal call in an OpenTelemetry span, measured at about a third of the wrapper's
-# CPU per streamed event even with no tracer configured. Off unless the operator asks for it.
-os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")
+untraced_sdk()  # before any of a2a-sdk's server modules is imported
