@@ -38,6 +38,14 @@ class Skill(Section):
     examples: list[str] = []
 
 
+def key_from_env(key_env: str, whose: str = "") -> str:
+    """The key in `key_env`; unset or empty fails closed, naming the variable (and whose key it is)."""
+    key = os.environ.get(key_env, "")
+    if not key:
+        raise ValueError(f"{whose + ': ' if whose else ''}environment variable {key_env} is unset or empty")
+    return key
+
+
 class CardProvider(Section):
     organization: str
     url: str = ""
@@ -56,8 +64,7 @@ class CardSigning(Section):
 
     @model_validator(mode="after")
     def _key_is_set(self) -> "CardSigning":
-        if not self.key():  # fail closed: a card promised signed is never served unsigned
-            raise ValueError(f"environment variable {self.key_env} is unset or empty")
+        key_from_env(self.key_env)  # fail closed: a card promised signed is never served unsigned
         return self
 
 
@@ -189,8 +196,7 @@ class NamedKey(Section):
 
     @model_validator(mode="after")
     def _key_is_set(self) -> "NamedKey":
-        if not self.key():  # fail closed: an empty key must never let anyone in
-            raise ValueError(f"{self.WHO} {self.name!r}: environment variable {self.key_env} is unset or empty")
+        key_from_env(self.key_env, f"{self.WHO} {self.name!r}")  # fail closed: an empty key must never let anyone in
         return self
 
 

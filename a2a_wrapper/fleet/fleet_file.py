@@ -1,26 +1,17 @@
 """The fleet file: which agents to run, where the registry listens, who operates its console, how crashes are
 handled."""
 
-import os
 from pathlib import Path
 
 from pydantic import Field, ValidationError, model_validator
 
 from a2a_wrapper.config.files import describe_errors
-from a2a_wrapper.config.settings import ENV_NAME, PERSON_NAME, NamedKey, check_distinct
+from a2a_wrapper.config.settings import ENV_NAME, PERSON_NAME, NamedKey, check_distinct, key_from_env
 from a2a_wrapper.config.source import read_config_file
 from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.sections import Section
 
 DEFAULT_REGISTRY_PORT = 8800
-
-
-def key_from_env(key_env: str, whose: str) -> str:
-    """The key in `key_env`; unset or empty fails closed, naming the variable and whose key it is."""
-    key = os.environ.get(key_env, "")
-    if not key:
-        raise ValueError(f"{whose}: environment variable {key_env} is unset or empty")
-    return key
 
 
 class Operator(NamedKey):
