@@ -1,11 +1,11 @@
 """a2a-sdk's tracing: off unless the operator turns it on, and while off, at no cost.
 
 a2a-sdk wraps each method of its handler, queues and dispatchers in an OpenTelemetry span (`trace_class`,
-`trace_function`). OpenTelemetry's API is installed with gRPC's dependencies, so that is a span per internal call
-even with no tracer configured. With the SDK's switch off (OTEL_INSTRUMENTATION_A2A_SDK_ENABLED=false) it is still
-a wrapper per call that makes a no-op span and logs at DEBUG: 87 calls and ~0.8 ms of CPU per trivial turn,
-measured. So the switch is off unless the operator sets it, and while it is off the two decorators are replaced,
-before the SDK's modules apply them, by ones that leave each method as it is.
+`trace_function`). OpenTelemetry's API comes with the SDK's own dependency google-api-core, so that is a span
+per internal call even with no tracer configured. With the SDK's switch off (OTEL_INSTRUMENTATION_A2A_SDK_ENABLED
+=false) it is still a wrapper per call that makes a no-op span and logs at DEBUG: 87 calls and ~0.8 ms of CPU per
+trivial turn, measured. So the switch is off unless the operator sets it, and while it is off the two decorators
+are replaced, before the SDK's modules apply them, by ones that leave each method as it is.
 """
 
 import os

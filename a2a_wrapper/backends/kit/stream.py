@@ -9,9 +9,9 @@ milliseconds. A `Done` ends its batch and the stream.
 An answer that streams faster than the A2A side sends it is paced: text that follows a batch of text handed
 over less than TEXT_PACE ago waits out the rest of that pace, gathering what arrives meanwhile, unless an event
 that goes at once (the turn's end, a tool call) cuts the wait short: the last words of an answer do not wait out
-a pace when the turn ends right behind them. The first text
-of an answer (and anything after other events) is never held; a reply of 300 deltas in 100 ms becomes ~20
-chunks instead of one per delta, each of which costs a2a-sdk a task save and an SSE event.
+a pace when the turn ends right behind them. The first text of an answer (and anything after other events) is
+never held; a reply of 300 deltas in 100 ms becomes ~20 chunks instead of one per delta, each of which costs
+a2a-sdk a task save and an SSE event.
 """
 
 import asyncio
