@@ -1,8 +1,9 @@
 """The Copilot CLI as the SDK runs it: one `copilot --headless --stdio` child behind a `CopilotClient`, started
 within a deadline, its pid and exit watched, stopped with no child left behind whatever the SDK reports.
 
-The SDK's own log noise is quieted once: its fallback after `session.sendAndWait` is refused (-32601 on CLI
-1.0.102, a harmless version mismatch) is dropped, and the CLI's stderr chatter becomes DEBUG.
+The SDK's timestamps are parsed by the standard library (`timestamps`), and its own log noise is quieted once:
+its fallback after `session.sendAndWait` is refused (-32601 on CLI 1.0.102, a harmless version mismatch) is
+dropped, and the CLI's stderr chatter becomes DEBUG.
 """
 
 import asyncio
@@ -14,6 +15,7 @@ from copilot import CopilotClient, RuntimeConnection
 from copilot.client import StdioRuntimeConnection
 
 from a2a_wrapper.backends.copilot.launch import Launch
+from a2a_wrapper.backends.copilot.timestamps import fast_timestamps
 from a2a_wrapper.config.backends import CopilotSettings
 from a2a_wrapper.errors import BackendUnavailable
 from a2a_wrapper.sandbox import Sandbox
@@ -26,6 +28,7 @@ _JSONRPC = "copilot._jsonrpc"
 async def start_client(plan: Launch, settings: CopilotSettings, sandbox: Sandbox | None) -> CopilotClient:
     """A started client whose CLI answers, or BackendUnavailable with the CLI's own words."""
     quiet_sdk_logs()
+    fast_timestamps()
     connection, env = _connection(plan, sandbox)
     client = CopilotClient(
         connection=connection,
