@@ -1,6 +1,8 @@
-"""The writes a turn makes, each one statement: the task writer's upsert, the ledger's claim (on the loop), no
-push-config read for a task without webhooks. Against a real SQLite file, counting the statements it is handed."""
+"""The writes a turn makes, each one statement: the task writer's upsert and the ledger's claim (both on the loop),
+no push-config read for a task without webhooks; the WAL those writes grow moved into the file off the loop.
+Against a real SQLite file, counting the statements it is handed and reading the file."""
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -10,11 +12,12 @@ import pytest
 from a2a.server.context import ServerCallContext
 from a2a.server.tasks import DatabaseTaskStore
 from a2a.types import Artifact, Message, Part, Task, TaskPushNotificationConfig, TaskState, TaskStatus
-from sqlalchemy import event, text
+from sqlalchemy import Engine, event, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from a2a_wrapper.push.store import PushConfigs
-from a2a_wrapper.state.database import open_database, writing
+from a2a_wrapper.state import task_store
+from a2a_wrapper.state.database import engine_on_loop, open_database, writing
 from a2a_wrapper.state.message_ledger import RETENTION, MessageKey, MessageLedger
 from a2a_wrapper.state.task_rows import upsert_tasks
 from a2a_wrapper.state.task_store import WriteBehindTaskStore
@@ -30,17 +33,18 @@ async def engine(tmp_path: Path) -> AsyncIterator[AsyncEngine]:
 
 
 @contextmanager
-def statements(engine: AsyncEngine) -> Iterator[list[str]]:
+def statements() -> Iterator[list[str]]:
+    """The statements every SQLAlchemy engine of this process is handed meanwhile (the agent's and the loop's)."""
     seen: list[str] = []
 
     def record(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
         seen.append(statement.split()[0])
 
-    event.listen(engine.sync_engine, "before_cursor_execute", record)
+    event.listen(Engine, "before_cursor_execute", record)
     try:
         yield seen
     finally:
-        event.remove(engine.sync_engine, "before_cursor_execute", record)
+        event.remove(Engine, "before_cursor_execute", record)
 
 
 def a_task(task_id: str, state: TaskState = TaskState.TASK_STATE_WORKING) -> Task:
@@ -67,13 +71,15 @@ async def test_the_upsert_writes_the_row_the_sdks_save_writes_and_updates_it(eng
     task = a_task("by-sdk")
     await store.save(task, CALLER)
     task.id = "ours"
-    async with writing(engine) as db:
-        await upsert_tasks(db, store, [(task, "")])
+    on_loop = engine_on_loop(engine)
+    with on_loop.begin() as db:
+        upsert_tasks(db, store, [(task, "")])
     by_sdk, ours = await rows(engine)
     assert ours[1:] == by_sdk[1:]  # the same columns, the same bytes
     ended = a_task("ours", TaskState.TASK_STATE_COMPLETED)
-    async with writing(engine) as db:
-        await upsert_tasks(db, store, [(ended, "")])
+    with on_loop.begin() as db:
+        upsert_tasks(db, store, [(ended, "")])
+    on_loop.dispose()
     assert await store.get("ours", CALLER) == ended
     assert len(await rows(engine)) == 2
 
@@ -85,10 +91,38 @@ async def test_the_writer_persists_every_task_it_holds_in_one_statement(engine: 
     tasks = [a_task(f"task-{index}") for index in range(5)]
     for task in tasks:
         await store.save(task, CALLER)
-    with statements(engine) as seen:
+    with statements() as seen:
         await store.close()
     assert seen == ["INSERT"]
     assert [await database.get(task.id, CALLER) for task in tasks] == tasks
+
+
+async def test_the_writers_wal_is_moved_into_the_file_every_so_many_writes(
+    engine: AsyncEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(task_store, "CHECKPOINT_EVERY", 3)
+    database = DatabaseTaskStore(engine)
+    await database.initialize()
+    store = WriteBehindTaskStore(database, engine, set())
+    writer = asyncio.create_task(store.run())
+    file = tmp_path / "state.db"
+    try:
+        for index in range(2):
+            await store.save(a_task(f"kept-{index}"), CALLER)
+            await asyncio.sleep(0)  # the writer wakes
+            await store.flush()
+            assert await database.get(f"kept-{index}", CALLER) is not None  # written: in the WAL
+            assert b"kept-%d" % index not in file.read_bytes()  # not yet in the file
+        await store.save(a_task("kept-2"), CALLER)
+        async with asyncio.timeout(5):
+            while True:  # the third write's checkpoint, off the loop
+                if b"kept-2" in file.read_bytes():
+                    break
+                await asyncio.sleep(0.02)
+        assert b"kept-0" in file.read_bytes() and b"kept-1" in file.read_bytes()
+    finally:
+        writer.cancel()
+        await store.close()
 
 
 @pytest.fixture
@@ -103,7 +137,7 @@ async def test_a_claim_is_kept_in_the_file_and_a_retry_gets_the_first_task(
     engine: AsyncEngine, ledger: MessageLedger
 ) -> None:
     key = MessageKey("caller", "ctx", "m-1")
-    with statements(engine) as seen:
+    with statements() as seen:
         assert await ledger.claim(key, "task-1") is None
     assert seen == []  # not through the engine: on the loop, on a connection of its own
     async with engine.connect() as db:
@@ -131,7 +165,7 @@ def a_webhook(config_id: str) -> TaskPushNotificationConfig:
 async def test_push_configs_know_without_a_query_which_tasks_have_webhooks(engine: AsyncEngine) -> None:
     configs = PushConfigs(engine)
     await configs.initialize()
-    with statements(engine) as seen:
+    with statements() as seen:
         assert await configs.get_info_for_dispatch("task-1") == []
     assert seen == []
     await configs.set_info("task-1", a_webhook("one"), CALLER)

@@ -6,10 +6,12 @@ once, each writing its session, its task and its egress decisions, an unlucky wr
 fails with "database is locked". Writes here queue on one asyncio lock per engine instead, in order and without a
 timeout; SQLite's own busy timeout is left for other processes reading the file (`a2a-wrap audit`).
 
-A statement of a few rows on the path of every message (the ledger's claim) runs on the loop instead, on a
-connection of its own taken in the same queue: ~0.1 ms of SQLite, where the async driver's hand-offs to its thread
-and back took ~1.5 ms. Waiting its turn, it finds no other writer of this process in the file; that connection
-never checkpoints (the others do), so a commit there is never a checkpoint's fsync.
+The writes on the path of every turn (the ledger's claim, the task writer's upsert) run on the loop instead, on
+connections of their own taken in the same queue: ~0.1-0.2 ms of SQLite, where the async driver's hand-offs to
+its thread and back took ~1.2 ms each. Waiting its turn, such a write finds no other writer of this process in the
+file. Those connections never checkpoint, so a commit there is never a checkpoint's fsync on the loop;
+`checkpoint` moves the WAL into the file on the engine's thread instead (the task writer calls it every
+CHECKPOINT_EVERY writes).
 """
 
 import asyncio
@@ -17,11 +19,12 @@ import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 from weakref import WeakKeyDictionary
 
-from sqlalchemy import event
+from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.pool import StaticPool
 
 Result = TypeVar("Result")
 _writers: WeakKeyDictionary[AsyncEngine, asyncio.Lock] = WeakKeyDictionary()
@@ -42,15 +45,28 @@ def open_database(path: Path) -> AsyncEngine:
     return engine
 
 
-def open_on_loop(engine: AsyncEngine) -> sqlite3.Connection:
-    """The engine's file on a plain connection, each statement its own transaction: write on it in `my_turn`."""
+def open_on_loop(engine: AsyncEngine, isolation_level: Literal["DEFERRED"] | None = None) -> sqlite3.Connection:
+    """The engine's file on a plain connection that never checkpoints: write on it in `my_turn`. Each statement is
+    its own transaction unless `isolation_level` names one ("DEFERRED": from the first write to `commit`)."""
     database = engine.url.database
     assert database, "the engine has no database file"
-    connection = sqlite3.connect(database, isolation_level=None)
+    connection = sqlite3.connect(database, isolation_level=isolation_level)
     connection.execute("PRAGMA synchronous=NORMAL")  # as the engine's: no fsync per commit in WAL
     connection.execute("PRAGMA busy_timeout=5000")
     connection.execute("PRAGMA wal_autocheckpoint=0")
     return connection
+
+
+def engine_on_loop(engine: AsyncEngine) -> Engine:
+    """SQLAlchemy on one connection of `open_on_loop`, each `begin()` one transaction: statements and their typed
+    rows as the engine would run them, without the thread. `dispose()` closes the connection."""
+    return create_engine("sqlite://", creator=lambda: open_on_loop(engine, "DEFERRED"), poolclass=StaticPool)
+
+
+async def checkpoint(engine: AsyncEngine) -> None:
+    """The WAL's pages moved into the file, on the engine's thread; PASSIVE: it waits for no reader or writer."""
+    async with engine.connect() as db:
+        await db.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
 
 
 @asynccontextmanager

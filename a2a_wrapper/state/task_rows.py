@@ -13,14 +13,15 @@ from typing import Any
 
 from a2a.server.tasks import DatabaseTaskStore
 from a2a.types import Task
+from sqlalchemy import Connection
 from sqlalchemy.dialects.sqlite import insert
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 
-async def upsert_tasks(db: AsyncConnection, store: DatabaseTaskStore, tasks: Sequence[tuple[Task, str]]) -> None:
-    """Writes each (task, owner) as the SDK's save would, in one statement on the open transaction `db`."""
+def upsert_tasks(db: Connection, store: DatabaseTaskStore, tasks: Sequence[tuple[Task, str]]) -> None:
+    """Writes each (task, owner) as the SDK's save would, in one statement on the open transaction `db` (the
+    task writer's, on the loop: database.py `engine_on_loop`)."""
     rows = [_row(store, task, owner) for task, owner in tasks]
-    await db.execute(_upsert(store.task_model), rows)
+    db.execute(_upsert(store.task_model), rows)
 
 
 @cache
