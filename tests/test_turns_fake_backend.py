@@ -33,7 +33,7 @@ from a2a_wrapper.backends.base import Batch, Prompt, Session
 from a2a_wrapper.config.backends import OpenCodeSettings
 from a2a_wrapper.config.settings import AgentSettings, CardSettings, SessionSettings
 from a2a_wrapper.errors import SessionGone
-from a2a_wrapper.events import Done, Permission, Question, Text
+from a2a_wrapper.events import Done, Permission, Question, Text, Thought, Usage
 from a2a_wrapper.frontend.app import request_handler
 from a2a_wrapper.frontend.card import build_card
 from a2a_wrapper.frontend.executor import TurnExecutor
@@ -48,11 +48,13 @@ from a2a_wrapper.state.context_rules import ContextRules
 from a2a_wrapper.state.sessions import SessionMap
 
 CALL = ServerCallContext()
+HELD_AFTER = {"words, usage, hold": Usage(input_tokens=3, output_tokens=2), "words, thought, hold": Thought(delta="hm")}
 
 
 class FakeTurn:
     """Scripts by prompt: `ask` (a shell call the rules ask about), `question`, `hold` (runs until released or
-    aborted); anything else is echoed. Records what the front end sent it."""
+    aborted), the HELD_AFTER ones (text and another event in one batch, then `hold`); anything else is echoed.
+    Records what the front end sent it."""
 
     def __init__(self, backend: "FakeBackend", session: Session, prompt: Prompt) -> None:
         self._backend = backend
@@ -84,6 +86,10 @@ class FakeTurn:
             if await self._wake():
                 yield (Text(delta=f"colour: {self.answers[-1][1]}"),)
         elif script == "hold":
+            while not (self.released or self.aborted):
+                await self._wake()
+        elif script in HELD_AFTER:
+            yield (Text(delta="the first words"), HELD_AFTER[script])
             while not (self.released or self.aborted):
                 await self._wake()
         else:
@@ -283,6 +289,23 @@ async def test_a_question_pauses_and_any_text_answers_it(make_agent: AgentFactor
     done = await agent.send("blue", asked.context_id, asked.id)
     assert answer_of(done) == "colour: blue"
     assert agent.backend.turns[0].answers == [("q1", "blue")]
+
+
+@pytest.mark.parametrize("script", HELD_AFTER)
+async def test_text_goes_out_when_its_batch_ends_with_an_event_that_sends_nothing(
+    make_agent: AgentFactory, script: str
+) -> None:
+    agent = await make_agent()
+    running = await agent.start(script)
+    turn = await agent.backend.running(0)
+    async with asyncio.timeout(2):  # before the turn ends: the text does not wait for the end
+        while not answer_of(task := await agent.task(running.id)):  # noqa: ASYNC110 (as a caller polls)
+            await asyncio.sleep(0.02)
+    assert task.status.state == TaskState.TASK_STATE_WORKING
+    sent = answer_of(task)  # the guard keeps back a tail that might begin a credential until more text or the end
+    assert "the first words".startswith(sent) and len(sent) >= len("the first"), sent
+    turn.release()
+    assert answer_of(await agent.ended(running.id)) == "the first words"
 
 
 async def test_a_second_message_on_a_context_waits_for_the_running_turn(make_agent: AgentFactory) -> None:

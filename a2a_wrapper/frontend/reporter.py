@@ -46,11 +46,14 @@ class TaskReporter:
             TaskState.TASK_STATE_WORKING, metadata={META: self.metadata} if self.metadata else None
         )
 
-    async def text(self, event: Text, more_ready: bool = False) -> None:
-        """Sends the delta now, or, when more events are already waiting, with what follows."""
+    def text(self, event: Text) -> None:
+        """Holds the delta until its batch ends (`batch_end`), so the deltas of one batch go as one chunk."""
         self._text.append(self._guard.text(event.delta))
-        if not more_ready:
-            await self._flush_text()
+
+    async def batch_end(self) -> None:
+        """The text its batch held goes now, whichever event ended the batch (a usage count or a thought after the
+        text sends nothing of its own)."""
+        await self._flush_text()
 
     async def _flush_text(self, last: bool = False) -> None:
         if self._guard.holds_answer and not last:

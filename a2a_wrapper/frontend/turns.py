@@ -340,7 +340,7 @@ class Turns:
         reporter = live.reporter
         match event:
             case Text():
-                await reporter.text(event, more_ready=more_ready)
+                reporter.text(event)
             case Thought():
                 reporter.thought(event)
             case Usage():
@@ -361,6 +361,8 @@ class Turns:
             case Question():
                 await self._pause(live, self._gate.question(event))
                 return True
+        if not more_ready:
+            await reporter.batch_end()
         return False
 
     def _note(self, live: LiveTurn, activity: str) -> None:
