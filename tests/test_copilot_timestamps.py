@@ -2,7 +2,6 @@
 the SDK's dateutil parser gives, its errors for what is not a timestamp, and every SDK module that parses one
 covered."""
 
-import pathlib
 from datetime import UTC, datetime, timedelta
 
 import copilot
@@ -11,6 +10,7 @@ import pytest
 from copilot.generated.session_events import session_event_from_dict
 
 from a2a_wrapper.backends.copilot.timestamps import SDK_MODULES, fast_timestamps, iso_first
+from tests.helpers.package_source import modules_naming
 
 AS_THE_CLI_WRITES = [
     "2026-12-02T03:40:00.123Z",
@@ -52,13 +52,7 @@ def test_the_sdk_parser_keeps_its_errors() -> None:
 
 
 def test_installed_once_in_every_sdk_module_that_parses_timestamps() -> None:
-    root = pathlib.Path(copilot.__file__).parent
-    parsing = {
-        ".".join(path.relative_to(root.parent).with_suffix("").parts)
-        for path in root.rglob("*.py")
-        if "from_datetime" in path.read_text()
-    }
-    assert parsing == {module.__name__ for module in SDK_MODULES}
+    assert modules_naming(copilot, "from_datetime") == {module.__name__ for module in SDK_MODULES}
     fast_timestamps()
     installed = [module.from_datetime for module in SDK_MODULES]
     fast_timestamps()

@@ -2,7 +2,6 @@
 relies on, that every queue the SDK makes is one, and that a streamed message still runs through them."""
 
 import asyncio
-import pathlib
 import uuid
 
 import a2a
@@ -27,6 +26,7 @@ from a2a.types import (
 from a2a.utils._async_queue_compat import QueueShutDown
 
 from a2a_wrapper.frontend.sdk_queues import SDK_MODULES, LoopQueue, use_loop_queues
+from tests.helpers.package_source import modules_naming
 
 
 async def test_put_after_shutdown_is_refused_and_get_drains_what_was_queued() -> None:
@@ -112,13 +112,7 @@ async def test_a_putter_gets_in_when_room_is_made() -> None:
 
 def test_every_sdk_module_that_makes_queues_is_covered() -> None:
     """An SDK upgrade that makes queues somewhere else would leave those on culsans, unseen."""
-    root = pathlib.Path(a2a.__file__).parent
-    makers = {
-        ".".join(path.relative_to(root.parent).with_suffix("").parts)
-        for path in root.rglob("*.py")
-        if "create_async_queue" in path.read_text()
-    }
-    assert makers == {module.__name__ for module in SDK_MODULES}
+    assert modules_naming(a2a, "create_async_queue") == {module.__name__ for module in SDK_MODULES}
 
 
 async def test_the_sdk_makes_its_queues_as_loop_queues() -> None:
