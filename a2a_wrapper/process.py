@@ -1,10 +1,10 @@
 """A child process in its own process group: output logged line by line, readiness by a line, bounded stop."""
 
 import asyncio
-import ctypes
 import logging
 import os
 import re
+import shutil
 import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -14,15 +14,21 @@ from a2a_wrapper.errors import BackendUnavailable
 
 log = logging.getLogger(__name__)
 
-_PR_SET_PDEATHSIG = 1
 _LEVEL_WORD = re.compile(r"^(DEBUG|INFO|WARNING|ERROR|CRITICAL) +")
 _LINE_LIMIT = 16 * 1024 * 1024  # with stdio, one protocol message per line: files and diffs make long lines
 
 
-def _die_with_parent() -> None:
-    """In the child, before exec: Linux kills it if the wrapper dies without stopping it (no orphans)."""
-    if sys.platform == "linux":
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+def dying_with_parent(argv: Sequence[str]) -> list[str]:
+    """The command run so that Linux kills it if the wrapper dies without stopping it (no orphans): util-linux's
+    setpriv sets the parent-death signal and execs the command (same pid). Not a preexec_fn: Python forks
+    for one, and a fork of this threaded process runs gRPC's fork handlers, whose poller then aborted the
+    child before its exec (SIGABRT, "epoll_wait error: Bad file descriptor"); without one it uses vfork,
+    which runs no handlers and copies nothing."""
+    setpriv = shutil.which("setpriv") if sys.platform == "linux" else None
+    if setpriv is None:
+        log.warning("no setpriv (util-linux) on PATH: %s will outlive the wrapper if it is killed", argv[0])
+        return list(argv)
+    return [setpriv, "--pdeathsig", "KILL", "--", *argv]
 
 
 class OutputLog:
@@ -130,14 +136,13 @@ class ChildProcess:
         if ready_pattern is not None:
             self._output.expect(ready_pattern)
         self._process = await asyncio.create_subprocess_exec(
-            *self._argv,
+            *dying_with_parent(self._argv),
             cwd=self._cwd,
             env=self._env,
             stdin=asyncio.subprocess.PIPE if self._stdio else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE if self._stdio else asyncio.subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
             limit=_LINE_LIMIT,
         )
         log.info("[%s] started %s (pid %s)", self.name, Path(self._argv[0]).name, self._process.pid)
