@@ -1,7 +1,8 @@
 """The a2a-sdk executor: the seam between A2A requests and live turns (frontend/turns.py).
 
 A request on a task whose turn is alive (paused for a person) resumes it; any other request starts a turn,
-reported through a TaskReporter of its own. Cancel hands the task's turn to `Turns.cancel` and ends the task.
+reported through a TaskReporter of its own. Cancel hands the task's turn to `Turns.cancel`, ends the task, and
+returns once the turn's backend has stopped (`Turns.stop`).
 """
 
 from a2a.helpers import new_text_part
@@ -70,3 +71,4 @@ class TurnExecutor(AgentExecutor):
         await self._turns.cancel(context.task_id)
         updater = TaskUpdater(event_queue, context.task_id, context_id)
         await updater.cancel(updater.new_agent_message([new_text_part(CANCELED)]))
+        await self._turns.stop(context.task_id)

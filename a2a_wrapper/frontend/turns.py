@@ -63,6 +63,7 @@ class LiveTurn:
     budget: float  # seconds of running time left (time waiting for a person does not count)
     reopened: bool = False  # the backend had lost the session once already
     canceled: bool = False  # the caller canceled the task: nothing more is reported
+    stopping: bool = False  # the cancel is stopping its backend: not aborted a second time
     pending: Pending | None = None
     # waits for, then drives, the answer: the deadline's, or an operator's from the console
     deadline: asyncio.Task[None] | None = field(default=None, repr=False)
@@ -230,8 +231,8 @@ class Turns:
         return earlier
 
     async def cancel(self, task_id: str) -> None:
-        """A paused turn is rejected and aborted; a running one is aborted when its request is cancelled (by
-        a2a-sdk, next) or, while the deadline drives it, here. Nothing more of it is reported."""
+        """A paused turn is rejected and aborted; a running one is marked, and aborted by `stop` once its canceled
+        status is queued (or when a2a-sdk cancels its request first). Nothing more of it is reported."""
         live = self._live.get(task_id)
         if live is None:
             return
@@ -244,6 +245,16 @@ class Turns:
             if live.deadline is not None:
                 live.deadline.cancel()
         live.reporter.clock.end("canceled")
+
+    async def stop(self, task_id: str) -> None:
+        """A canceled running turn's backend is stopped (bounded: kit/abort.py), so that the cancel is answered once
+        nothing of the turn runs on. Called after the task's canceled status is queued: the turn's end must not
+        reach a caller's stream before it."""
+        live = self._live.get(task_id)
+        if live is None or not live.canceled or live.stopping:
+            return
+        live.stopping = True
+        await _abort(live.turn)
 
     async def shutdown(self, grace: float = 10.0) -> None:
         """Abort live turns; running ones end `failed` with a sentence. Waits for them at most `grace` s."""
@@ -325,7 +336,8 @@ class Turns:
             limit = f"The turn ran past its {self._turn_timeout:g} s limit and was aborted."
             await live.reporter.finish(Done(outcome="failed", sentence=limit))
         except asyncio.CancelledError:
-            await asyncio.shield(_abort(live.turn))
+            if not live.stopping:
+                await asyncio.shield(_abort(live.turn))
             raise
         finally:
             live.budget -= loop.time() - started
