@@ -39,6 +39,7 @@ from a2a_wrapper.frontend.handler.message_limits import MessageLimits
 from a2a_wrapper.frontend.handler.sdk_handler import SdkHandler
 from a2a_wrapper.frontend.handler.task_pages import BoundedPages
 from a2a_wrapper.frontend.metrics import CONTENT_TYPE, AgentMetrics
+from a2a_wrapper.frontend.sdk_dispatch import use_direct_dispatch
 from a2a_wrapper.frontend.sdk_logs import lower_caller_errors
 from a2a_wrapper.frontend.sdk_queues import use_loop_queues
 from a2a_wrapper.frontend.wire_numbers import print_whole_numbers_as_integers
@@ -123,6 +124,7 @@ def request_handler(
     PushNotificationNotSupported. On shared state the store is versioned and `event_stream` carries the events of
     tasks other replicas run (a2a-sdk's cluster mode: subscribe and cancel across replicas)."""
     use_loop_queues()
+    use_direct_dispatch()
     attempts = Attempts()
     sdk = DefaultRequestHandler(
         agent_executor=executor,
