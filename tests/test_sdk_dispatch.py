@@ -9,6 +9,7 @@ import a2a
 from a2a.helpers import new_text_part
 from a2a.server.agent_execution import active_task
 from a2a.server.context import ServerCallContext
+from a2a.server.events.event_queue_v2 import EventQueueSource
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import AgentCapabilities, AgentCard, Message, Role, SendMessageRequest
@@ -36,6 +37,26 @@ async def test_an_event_is_in_every_sink_when_enqueue_returns() -> None:
     assert source.queue.qsize() == 1 and subscriber.queue.qsize() == 1
     assert (await source.dequeue_event()).parts[0].text == "one"  # type: ignore[union-attr]
     await source.close(immediate=True)
+
+
+async def test_a_dispatcher_starts_only_for_an_event_that_must_wait() -> None:
+    use_loop_queues()
+    source = DirectEventQueueSource(max_queue_size=1)
+    await source.enqueue_event(_message("one"))
+    assert not source._dispatcher_started and source._dispatcher_task.done()
+    await source.enqueue_event(_message("two"))  # the default sink is full: "two" waits for the dispatcher
+    assert source._dispatcher_started and not source._dispatcher_task.done()
+    await source.close(immediate=True)
+    assert source._dispatcher_task.done()
+
+
+async def test_a_source_holds_the_sdk_sources_attributes() -> None:
+    """Its constructor is the SDK's but for the dispatcher: an SDK upgrade that adds state would show here."""
+    use_loop_queues()
+    ours, sdks = DirectEventQueueSource(), EventQueueSource()
+    assert set(vars(ours)) == set(vars(sdks)) | {"_dispatcher_started"}
+    for source in (ours, sdks):
+        await source.close(immediate=True)
 
 
 async def test_events_behind_a_full_sink_wait_in_order_and_then_all_arrive() -> None:

@@ -12,15 +12,37 @@ import asyncio
 import contextlib
 
 from a2a.server.agent_execution import active_task
-from a2a.server.events.event_queue import Event
-from a2a.server.events.event_queue_v2 import EventQueueSource
+from a2a.server.events import event_queue_v2
+from a2a.server.events.event_queue import DEFAULT_MAX_QUEUE_SIZE, Event
+from a2a.server.events.event_queue_v2 import EventQueueSink, EventQueueSource
 from a2a.utils._async_queue_compat import QueueShutDown
 
 
 class DirectEventQueueSource(EventQueueSource):
+    def __init__(self, max_queue_size: int = DEFAULT_MAX_QUEUE_SIZE, create_default_sink: bool = True) -> None:
+        """The SDK's own (1.3.0), but for its dispatcher task: started by the first event that needs it, most
+        tasks' never (tests/test_sdk_dispatch.py holds the attributes to the SDK's)."""
+        if max_queue_size <= 0:
+            raise ValueError("max_queue_size must be greater than 0")
+        self._incoming_queue = event_queue_v2.create_async_queue(maxsize=max_queue_size)
+        self._lock = asyncio.Lock()
+        self._sinks: set[EventQueueSink] = set()
+        self._is_closed = False
+        self._default_sink = EventQueueSink(parent=self, max_queue_size=max_queue_size) if create_default_sink else None
+        if self._default_sink is not None:
+            self._sinks.add(self._default_sink)
+        self._dispatcher_task = asyncio.get_running_loop().create_future()  # type: ignore[assignment]  # a Task's API
+        self._dispatcher_task.set_result(None)  # what close() cancels and awaits until a dispatcher starts
+        self._dispatcher_task_expected_to_cancel = False
+        self._dispatcher_started = False
+
     async def enqueue_event(self, event: Event) -> None:
-        if not self._delivered_now(event):
-            await super().enqueue_event(event)
+        if self._delivered_now(event):
+            return
+        if not self._dispatcher_started and not self._is_closed:
+            self._dispatcher_started = True
+            self._dispatcher_task = asyncio.create_task(self._dispatch_loop())
+        await super().enqueue_event(event)
 
     def _delivered_now(self, event: Event) -> bool:
         """Puts the event in every open sink if that needs no wait and nothing is ahead of it; says if it did."""
