@@ -254,7 +254,7 @@ class Turns:
         if live is None or not live.canceled or live.stopping:
             return
         live.stopping = True
-        await _abort(live.turn)
+        await asyncio.shield(_abort(live.turn))  # runs on if this request is cancelled: no other abort follows
 
     async def shutdown(self, grace: float = 10.0) -> None:
         """Abort live turns; running ones end `failed` with a sentence. Waits for them at most `grace` s."""
