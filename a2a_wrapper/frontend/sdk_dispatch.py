@@ -34,23 +34,27 @@ class DirectEventQueueSource(EventQueueSource):
         self._dispatcher_task = asyncio.get_running_loop().create_future()  # type: ignore[assignment]  # a Task's API
         self._dispatcher_task.set_result(None)  # what close() cancels and awaits until a dispatcher starts
         self._dispatcher_task_expected_to_cancel = False
-        self._dispatcher_started = False
+
+    @property
+    def _dispatcher_started(self) -> bool:
+        return isinstance(self._dispatcher_task, asyncio.Task)
 
     async def enqueue_event(self, event: Event) -> None:
         if self._delivered_now(event):
             return
         if not self._dispatcher_started and not self._is_closed:
-            self._dispatcher_started = True
             self._dispatcher_task = asyncio.create_task(self._dispatch_loop())
         await super().enqueue_event(event)
 
+    def _nothing_in_flight(self) -> bool:
+        """No event queued at the source, nor taken by its dispatcher and not yet in the sinks."""
+        incoming = self._incoming_queue
+        return isinstance(incoming, asyncio.Queue) and not incoming._unfinished_tasks  # type: ignore[attr-defined]
+
     def _delivered_now(self, event: Event) -> bool:
         """Puts the event in every open sink if that needs no wait and nothing is ahead of it; says if it did."""
-        incoming = self._incoming_queue
-        if self._is_closed or self._lock.locked() or not isinstance(incoming, asyncio.Queue):
-            return False  # closed: the SDK's path drops the event, saying so
-        if incoming._unfinished_tasks:  # type: ignore[attr-defined]  # queued, or taken and not yet delivered
-            return False
+        if self._is_closed or self._lock.locked() or not self._nothing_in_flight():
+            return False  # closed (the SDK's path drops the event, saying so), or events are ahead of it
         sinks = [sink for sink in self._sinks if not sink.is_closed()]
         if any(sink.queue.full() for sink in sinks):
             return False
@@ -62,10 +66,8 @@ class DirectEventQueueSource(EventQueueSource):
     async def _join_incoming_queue(self) -> None:
         """What a graceful close waits for: nothing, when every event is in the sinks already (the SDK's own wait
         starts a task and an `asyncio.wait` to learn that)."""
-        incoming = self._incoming_queue
-        if isinstance(incoming, asyncio.Queue) and not incoming._unfinished_tasks:  # type: ignore[attr-defined]
-            return
-        await super()._join_incoming_queue()
+        if not self._nothing_in_flight():
+            await super()._join_incoming_queue()
 
 
 def use_direct_dispatch() -> None:
