@@ -27,6 +27,7 @@ from a2a_wrapper.frontend.auth import CallContextBuilder, Callers, authenticatio
 from a2a_wrapper.frontend.card import CARD_PATH, JSONRPC_PATH, REST_PATH
 from a2a_wrapper.frontend.card_route import card_routes
 from a2a_wrapper.frontend.edge.body_limit import BodyLimit
+from a2a_wrapper.frontend.edge.event_stream_response import use_event_streams
 from a2a_wrapper.frontend.edge.http_edge import LastModified, SlashFree
 from a2a_wrapper.frontend.edge.jsonrpc_edge import JsonRpcEdge
 from a2a_wrapper.frontend.edge.message_edge import MessageEdge
@@ -70,6 +71,7 @@ def build_app(
     context_builder = CallContextBuilder()
     print_whole_numbers_as_integers()
     lower_caller_errors()
+    use_event_streams()
 
     async def health(request: Request) -> JSONResponse:
         backend_status = await backend.health()
