@@ -215,3 +215,56 @@ async def test_headers_past_16_kib_are_refused_with_400() -> None:
         writer.write(unended)
         received, _ = await until_closed(reader)
     assert received.startswith(b"HTTP/1.1 400")
+
+
+async def test_headers_sent_in_pieces_past_16_kib_are_refused_with_400() -> None:
+    async with asyncio.timeout(10), server() as settings, connected(settings) as (reader, writer):
+        writer.write(b"GET / HTTP/1.1\r\nHost: test\r\n")
+        for _ in range(17):  # just past 16 KiB, each header whole, the head never ending
+            writer.write(b"X-Part: " + b"a" * 1000 + b"\r\n")
+            await writer.drain()
+            await asyncio.sleep(0.01)
+        received, seconds = await until_closed(reader)
+    assert received.startswith(b"HTTP/1.1 400")
+    assert seconds < 1  # at the bound, not at the header deadline
+
+
+async def echo(scope: Scope, receive: Receive, send: Send) -> None:
+    """Answers every request with its method, path and body."""
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body", False):
+            break
+    content = f"{scope['method']} {scope['path']} ".encode() + body
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"%d" % len(content))]})
+    await send({"type": "http.response.body", "body": content})
+
+
+UPGRADE = b"Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n"
+
+
+@pytest.mark.parametrize(
+    ("framing", "body"),
+    [
+        (b"Content-Length: 23\r\n", b'{"jsonrpc": "2.0", "a"}'),
+        (b"Transfer-Encoding: chunked\r\n", b'5\r\n{"jso\r\n12\r\nnrpc": "2.0", "a"}\r\n0\r\n\r\n'),
+    ],
+    ids=["content-length", "chunked"],
+)
+async def test_a_request_asking_to_upgrade_is_served_as_http_11_with_its_body(framing: bytes, body: bytes) -> None:
+    """`curl --http2` on http:// asks for h2c: the server answers in HTTP/1.1 (RFC 9110 §7.8), the body intact,
+    and the connection carries the next request."""
+    settings = ServerSettings(port=free_port())
+    head = b"POST /a2a/jsonrpc HTTP/1.1\r\nHost: test\r\n" + UPGRADE + framing + b"\r\n"
+    async with asyncio.timeout(10), served_app(echo, settings), connected(settings) as connection:
+        writer = connection[1]
+        writer.write(head + body[:9])  # the body split across reads
+        await writer.drain()
+        await asyncio.sleep(0.05)
+        answered, answer = await exchange(connection, body[9:])
+        _, following = await exchange(connection, b"POST /next HTTP/1.1\r\nHost: test\r\nContent-Length: 2\r\n\r\nok")
+    assert answered.startswith(b"HTTP/1.1 200 ")
+    assert answer == b'POST /a2a/jsonrpc {"jsonrpc": "2.0", "a"}'
+    assert following == b"POST /next ok"
