@@ -3,6 +3,7 @@ no push-config read for a task without webhooks; the WAL those writes grow moved
 Against a real SQLite file, counting the statements it is handed and reading the file."""
 
 import asyncio
+import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,13 +14,13 @@ from a2a.server.context import ServerCallContext
 from a2a.server.tasks import DatabaseTaskStore
 from a2a.types import Artifact, Message, Part, Task, TaskPushNotificationConfig, TaskState, TaskStatus
 from sqlalchemy import Engine, event, text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from a2a_wrapper.push.store import PushConfigs
 from a2a_wrapper.state import task_store
-from a2a_wrapper.state.database import engine_on_loop, open_database, writing
+from a2a_wrapper.state.database import open_database, open_on_loop, writing
 from a2a_wrapper.state.message_ledger import RETENTION, MessageKey, MessageLedger
-from a2a_wrapper.state.task_rows import upsert_tasks
+from a2a_wrapper.state.task_rows import sdk_row, task_upsert
 from a2a_wrapper.state.task_store import WriteBehindTaskStore
 
 CALLER = ServerCallContext()
@@ -65,35 +66,60 @@ async def rows(engine: AsyncEngine) -> list[tuple[Any, ...]]:
         return [tuple(row) for row in await db.execute(text("SELECT * FROM tasks ORDER BY id"))]
 
 
-async def test_the_upsert_writes_the_row_the_sdks_save_writes_and_updates_it(engine: AsyncEngine) -> None:
+def bare_task(task_id: str) -> Task:
+    """No timestamp, no artifacts, no metadata: the columns the SDK leaves empty or null."""
+    return Task(id=task_id, context_id="ctx", status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED))
+
+
+@pytest.mark.parametrize("make", [a_task, bare_task], ids=["full", "bare"])
+async def test_the_upsert_writes_the_row_the_sdks_save_writes_and_updates_it(engine: AsyncEngine, make: Any) -> None:
     store = DatabaseTaskStore(engine)
     await store.initialize()
-    task = a_task("by-sdk")
+    task = make("by-sdk")
     await store.save(task, CALLER)
     task.id = "ours"
-    on_loop = engine_on_loop(engine)
-    with on_loop.begin() as db:
-        upsert_tasks(db, store, [(task, "")])
+    connection = open_on_loop(engine, "DEFERRED")
+    upsert = task_upsert(store, engine.dialect)
+    upsert.run(connection, [(task, "")])
     by_sdk, ours = await rows(engine)
     assert ours[1:] == by_sdk[1:]  # the same columns, the same bytes
     ended = a_task("ours", TaskState.TASK_STATE_COMPLETED)
-    with on_loop.begin() as db:
-        upsert_tasks(db, store, [(ended, "")])
-    on_loop.dispose()
+    upsert.run(connection, [(ended, "")])
+    connection.close()
     assert await store.get("ours", CALLER) == ended
     assert len(await rows(engine)) == 2
 
 
-async def test_the_writer_persists_every_task_it_holds_in_one_statement(engine: AsyncEngine) -> None:
+@pytest.mark.parametrize("make", [a_task, bare_task], ids=["full", "bare"])
+def test_the_row_holds_what_the_sdks_model_holds(make: Any) -> None:
+    store = DatabaseTaskStore(create_async_engine("sqlite+aiosqlite://"))
+    task = make("t")
+    model = store._to_orm(task, "owner")  # what the SDK's save puts in its model (a2a-sdk 1.3.0)
+    expected = {attribute.key: getattr(model, attribute.key) for attribute in model.__mapper__.column_attrs}
+    assert sdk_row(task, "owner") == expected
+
+
+async def test_the_writer_persists_every_task_it_holds_in_one_transaction(
+    engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
     database = DatabaseTaskStore(engine)
     await database.initialize()
     store = WriteBehindTaskStore(database, engine, set())
     tasks = [a_task(f"task-{index}") for index in range(5)]
     for task in tasks:
         await store.save(task, CALLER)
-    with statements() as seen:
+    seen: list[str] = []
+
+    def traced(engine: AsyncEngine, isolation_level: Any) -> sqlite3.Connection:
+        connection = open_on_loop(engine, isolation_level)
+        connection.set_trace_callback(lambda statement: seen.append(statement.split()[0]))
+        return connection
+
+    monkeypatch.setattr(task_store, "open_on_loop", traced)
+    with statements() as through_the_engine:
         await store.close()
-    assert seen == ["INSERT"]
+    assert seen == ["BEGIN", *["INSERT"] * len(tasks), "COMMIT"]  # one statement's rows, in one transaction
+    assert through_the_engine == []
     assert [await database.get(task.id, CALLER) for task in tasks] == tasks
 
 

@@ -22,9 +22,8 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 from weakref import WeakKeyDictionary
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
-from sqlalchemy.pool import StaticPool
 
 Result = TypeVar("Result")
 _writers: WeakKeyDictionary[AsyncEngine, asyncio.Lock] = WeakKeyDictionary()
@@ -55,12 +54,6 @@ def open_on_loop(engine: AsyncEngine, isolation_level: Literal["DEFERRED"] | Non
     connection.execute("PRAGMA busy_timeout=5000")
     connection.execute("PRAGMA wal_autocheckpoint=0")
     return connection
-
-
-def engine_on_loop(engine: AsyncEngine) -> Engine:
-    """SQLAlchemy on one connection of `open_on_loop`, each `begin()` one transaction: statements and their typed
-    rows as the engine would run them, without the thread. `dispose()` closes the connection."""
-    return create_engine("sqlite://", creator=lambda: open_on_loop(engine, "DEFERRED"), poolclass=StaticPool)
 
 
 async def checkpoint(engine: AsyncEngine) -> None:

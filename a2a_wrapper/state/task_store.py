@@ -4,8 +4,8 @@ a2a-sdk saves the whole task on every event (each streamed chunk) before passing
 database commit there puts a write on the path of every chunk. Here `save` only records the newest
 version and wakes a writer that persists, a moment later, the latest version of each task. Reads of a task
 with an unwritten version are answered from memory; listing waits for the writer first. `close`
-writes whatever is left. The writes run on the loop, on a SQLite connection of the store's own (database.py:
-no thread hand-offs, ~0.2 ms of CPU a write instead of ~1.2 ms), and every CHECKPOINT_EVERY of them the WAL is
+writes whatever is left. The writes run on the loop, on a SQLite connection of the store's own (database.py: no
+thread hand-offs; task_rows.py: the SDK's row, by sqlite3 itself), and every CHECKPOINT_EVERY of them the WAL is
 checkpointed on the engine's thread. A process killed between a save and its write loses that version; the next
 start marks tasks it finds unfinished as failed (see recovery.py).
 
@@ -18,6 +18,7 @@ chunks is still one string to redact.
 
 import asyncio
 import logging
+import sqlite3
 from dataclasses import dataclass
 from functools import partial
 
@@ -30,8 +31,8 @@ from google.protobuf.struct_pb2 import Struct, Value
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from a2a_wrapper.guard import redact_value
-from a2a_wrapper.state.database import checkpoint, engine_on_loop, my_turn, written
-from a2a_wrapper.state.task_rows import upsert_tasks
+from a2a_wrapper.state.database import checkpoint, my_turn, open_on_loop, written
+from a2a_wrapper.state.task_rows import task_upsert
 from a2a_wrapper.state.whole_answers import whole_answers
 
 log = logging.getLogger(__name__)
@@ -79,7 +80,10 @@ def _redact_content(part: Part) -> None:
 
 def _redact_json(message: Struct | Value) -> None:
     if message.ByteSize():  # an empty one is left alone: copying into it would mark an absent field present
-        message.CopyFrom(ParseDict(redact_value(MessageToDict(message)), type(message)()))
+        plain = MessageToDict(message)
+        kept = redact_value(plain)
+        if kept != plain:  # most hold nothing to redact: no second conversion
+            message.CopyFrom(ParseDict(kept, type(message)()))
 
 
 class WriteBehindTaskStore(TaskStore):
@@ -92,7 +96,8 @@ class WriteBehindTaskStore(TaskStore):
     ) -> None:
         self._store = store
         self._engine = engine  # the store's: its writes queue with the agent's others (state/database.py)
-        self._on_loop = engine_on_loop(engine)  # where its writes run (it connects at the first)
+        self._upsert = task_upsert(store, engine.dialect)
+        self._connection: sqlite3.Connection | None = None  # where its writes run (connected at the first)
         self._writes = 0  # since the last checkpoint
         self._known = known_ids  # every task id in the database: a lookup of any other needs no query
         self._owner = owner_resolver
@@ -145,7 +150,8 @@ class WriteBehindTaskStore(TaskStore):
         try:
             await self._write_all(retry=False)
         finally:
-            self._on_loop.dispose()
+            if self._connection is not None:
+                self._connection.close()
 
     async def _write_all(self, retry: bool) -> None:
         while self._unwritten:
@@ -153,8 +159,7 @@ class WriteBehindTaskStore(TaskStore):
             try:
                 kept = [(redacted(whole_answers(p.task)), self._store.owner_resolver(p.context)) for p in batch]
                 async with my_turn(self._engine):
-                    with self._on_loop.begin() as db:
-                        upsert_tasks(db, self._store, kept)
+                    self._upsert.run(self._connected(), kept)
             except Exception:  # a failed write must not stop the writer
                 log.exception("could not persist %d task(s)", len(batch))
                 if retry:
@@ -167,6 +172,11 @@ class WriteBehindTaskStore(TaskStore):
         self._written.set()
         if self._writes >= CHECKPOINT_EVERY:
             await self._checkpoint()
+
+    def _connected(self) -> sqlite3.Connection:
+        if self._connection is None:
+            self._connection = open_on_loop(self._engine, "DEFERRED")
+        return self._connection
 
     async def _checkpoint(self) -> None:
         self._writes = 0
