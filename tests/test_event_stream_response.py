@@ -1,14 +1,18 @@
 """a2a-sdk's SSE responses as the agent serves them (frontend/edge/event_stream_response.py), on a real uvicorn with
 the agent's own configuration, read by a raw client: the bytes on the wire, the pings, a client that goes away.
 
-Each stream is built by a2a-sdk's own `create_event_source_response`, as its JSON-RPC and REST routes build theirs.
+Each stream is built by a2a-sdk's own `create_event_source_response`, as its JSON-RPC and REST routes build theirs;
+the last test drops a real agent's stream mid-turn.
 """
 
 import asyncio
+import json
+import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import httpx
 import pytest
 from a2a.server.routes.common import create_event_source_response
 from sse_starlette.event import ServerSentEvent
@@ -21,8 +25,11 @@ from starlette.routing import Route
 from a2a_wrapper.backends.opencode.launch import free_port
 from a2a_wrapper.config.settings import ServerSettings
 from a2a_wrapper.frontend.edge.event_stream_response import EventStream, use_event_streams
+from tests.conftest import ServedAgent
+from tests.helpers.a2a_wire import V1, final_state, rpc, subscription, task_answer, user_message
 from tests.helpers.served_app import served_app
 
+SLOW = "[[long:3]] [[slow:1.5]]"  # three words over 1.5 s
 EVENTS: list[Any] = [
     {"data": '{"jsonrpc": "2.0", "id": 1, "result": {"task": {"id": "t"}}}'},
     {"event": "error", "data": '{"error": {"code": -32001}}'},
@@ -170,3 +177,23 @@ async def test_the_server_stopping_cancels_a_stream_still_open() -> None:
     # served_app's exit is uvicorn's graceful stop; the test's own timeout bounds it
     assert events.cleaned_up.is_set()
     writer.close()
+
+
+@pytest.mark.slow
+async def test_a_caller_that_drops_its_stream_leaves_the_turn_to_end_and_be_kept(
+    agent: ServedAgent, http: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The real agent: the caller goes away after the first event; the turn runs on, a new stream of the task gets
+    its end, and GetTask the whole answer. Nothing is logged as an error on the way."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": {"message": user_message(SLOW)}}
+    async with http.stream("POST", agent.jsonrpc, json=body, headers=V1) as response:
+        async for line in response.aiter_lines():
+            if line.startswith("data:"):
+                task_id = json.loads(line[5:])["result"]["task"]["id"]
+                break  # leaving the block closes the connection, mid-turn
+    async with asyncio.timeout(30):
+        watched = await subscription(http, agent.jsonrpc, task_id)  # the turn still runs: its end comes here
+    assert final_state(watched) == "TASK_STATE_COMPLETED"
+    task = (await rpc(http, agent.jsonrpc, "GetTask", {"id": task_id}))["result"]
+    assert task_answer(task) == "word1 word2 word3"
+    assert not [record for record in caplog.records if record.levelno >= logging.ERROR]
