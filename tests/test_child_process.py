@@ -46,6 +46,9 @@ def test_a_child_dies_when_its_wrapper_is_killed(tmp_path: Path) -> None:
         assert wrapper.stdout is not None
         child = int(wrapper.stdout.readline())
         assert alive(child)
+        deadline = time.monotonic() + 5
+        while command_name(child) != "sleep" and time.monotonic() < deadline:
+            time.sleep(0.01)  # setpriv sets the parent-death signal, then execs: a kill before that outlives it
         wrapper.send_signal(signal.SIGKILL)  # no stop(), no atexit: only the kernel can end the child now
     deadline = time.monotonic() + 5
     while alive(child) and time.monotonic() < deadline:
