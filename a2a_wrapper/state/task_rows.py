@@ -32,7 +32,7 @@ class TaskUpsert:
     columns: tuple[tuple[str, Bind], ...]  # per parameter: the model attribute it takes, and its bind processor
 
     def run(self, connection: sqlite3.Connection, tasks: Sequence[tuple[Task, str]]) -> None:
-        """Writes each (task, owner) as the SDK's save would, in one statement and one transaction."""
+        """Writes each (task, owner) as the SDK's save would: the one statement, run for each, in one transaction."""
         rows = [self._bound(sdk_row(task, owner)) for task, owner in tasks]
         with connection:  # commits, or rolls back on an error
             connection.executemany(self.sql, rows)

@@ -138,7 +138,11 @@ class _ExitWatch:
 
     @classmethod
     def of_this_loop(cls) -> "_ExitWatch":
-        return cls._of_loop.setdefault(asyncio.get_running_loop(), cls())
+        loop = asyncio.get_running_loop()
+        watch = cls._of_loop.get(loop)
+        if watch is None:  # once per loop, not a discarded one per stream
+            watch = cls._of_loop[loop] = cls()
+        return watch
 
     def add(self, stream: EventStream, streaming: asyncio.Task[None]) -> None:
         self._streams[stream] = streaming
