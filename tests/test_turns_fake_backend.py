@@ -6,8 +6,9 @@ the deadline, a second message waiting for its context, a lost session reopened,
 """
 
 import asyncio
+import gc
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -64,13 +65,21 @@ class FakeTurn:
         self.answers: list[tuple[str, str | None]] = []
         self.aborted = False
         self.released = False
+        self.closed = False  # its iterator's clean-up ran
         self.started = asyncio.Event()
         self._woken = asyncio.Event()
 
     def __aiter__(self) -> AsyncIterator[Batch]:
-        return self._batches()
+        return self._closing(self._batches())
 
-    async def _batches(self) -> AsyncIterator[Batch]:
+    async def _closing(self, batches: AsyncGenerator[Batch]) -> AsyncGenerator[Batch]:
+        try:
+            async for batch in batches:
+                yield batch
+        finally:
+            self.closed = True
+
+    async def _batches(self) -> AsyncGenerator[Batch]:
         if self.session.id in self._backend.lost:
             raise SessionGone(f"session {self.session.id} is gone")
         self.started.set()
@@ -258,6 +267,23 @@ async def test_an_ask_pauses_in_input_required_and_a_yes_resumes_the_turn(make_a
     [turn] = agent.backend.turns
     assert [(id_, decision) for id_, decision, _ in turn.replies] == [("p1", "allow")]
     assert answer_of(done) == "asking. allow: bash allowed by person"
+
+
+async def test_a_turn_is_cleaned_up_when_it_ends_not_when_the_collector_finds_it(make_agent: AgentFactory) -> None:
+    # A backend turn's clean-up (OpenCode's event subscription, Copilot's session hooks) is in its iterator's
+    # `finally`; left suspended after its last batch, it ran only once the collector reached it.
+    agent = await make_agent()
+    gc.disable()
+    try:
+        done = await agent.send("hello")
+        asked = await agent.send("ask")
+        [ended, paused] = agent.backend.turns
+        assert done.status.state == TaskState.TASK_STATE_COMPLETED and ended.closed
+        assert asked.status.state == TaskState.TASK_STATE_INPUT_REQUIRED and not paused.closed  # it goes on later
+        resumed = await agent.send("yes", asked.context_id, asked.id)
+        assert resumed.status.state == TaskState.TASK_STATE_COMPLETED and paused.closed
+    finally:
+        gc.enable()
 
 
 async def test_a_no_denies_with_the_persons_sentence(make_agent: AgentFactory) -> None:

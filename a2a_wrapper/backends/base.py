@@ -1,6 +1,6 @@
 """The Backend contract: what the front end may ask of any coding agent."""
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from typing import Literal, Protocol, Required, TypedDict
 
@@ -103,9 +103,16 @@ class Backend(Protocol):
     def turn(self, session: Session, prompt: Prompt) -> Turn: ...
 
 
-async def events_of(turn: Turn) -> AsyncIterator[tuple[StreamEvent, bool]]:
+async def events_of(turn: Turn) -> AsyncGenerator[tuple[StreamEvent, bool]]:
     """Each event of the turn's batches, with whether more of its batch follow (so a consumer may hold it back
-    and send them together). A consumer that stops at one event (to wait for a person) resumes at the next."""
-    async for batch in turn:
-        for index, event in enumerate(batch):
-            yield event, index < len(batch) - 1
+    and send them together). A consumer that stops at one event (to wait for a person) resumes at the next.
+    Closing it closes the turn's own iterator: the turn's clean-up runs then, not when the collector finds it."""
+    batches = aiter(turn)
+    try:
+        async for batch in batches:
+            for index, event in enumerate(batch):
+                yield event, index < len(batch) - 1
+    finally:
+        close = getattr(batches, "aclose", None)
+        if close is not None:
+            await close()

@@ -13,7 +13,7 @@ import asyncio
 import logging
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncGenerator, Awaitable
 from dataclasses import dataclass, field
 
 from a2a.helpers import new_data_part, new_text_part
@@ -56,7 +56,7 @@ class LiveTurn:
     """A backend turn and its A2A side, alive across the requests of one task (a `GatedTurn` for the gate)."""
 
     turn: Turn
-    events: AsyncIterator[tuple[StreamEvent, bool]]  # each event, and whether more of its batch follow
+    events: AsyncGenerator[tuple[StreamEvent, bool]]  # each event, and whether more of its batch follow
     reporter: TaskReporter
     scope: TurnScope
     prompt: Prompt
@@ -327,6 +327,7 @@ class Turns:
                     if isinstance(event, Done):
                         if not live.canceled:
                             await live.reporter.finish(self._ending(event))
+                        await live.events.aclose()  # the backend's turn cleans up now (its subscription, its hooks)
                         return True
                     if await self._handle(event, live, more_ready):
                         return False

@@ -9,6 +9,7 @@ import asyncio
 import base64
 import logging
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Literal
 
 from acp import RequestError, image_block, resource_block, resource_link_block, text_block
@@ -67,8 +68,9 @@ class AcpTurn:
             return
         channel = self._start(blocks)
         try:
-            async for batch in batches(channel.queue, self._translate):
-                yield batch
+            async with aclosing(batches(channel.queue, self._translate)) as stream:
+                async for batch in stream:
+                    yield batch
         finally:
             if self._request is not None and not self._request.done():
                 await self._cancel()  # the consumer stopped early (timeout, shutdown): stop the agent's turn too

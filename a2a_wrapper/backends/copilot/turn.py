@@ -14,6 +14,7 @@ import json
 import logging
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from typing import Any, Literal, Protocol
 
 from copilot import CopilotSession
@@ -102,9 +103,10 @@ class CopilotTurn:
                 self._finished = True
                 yield (Done(outcome="failed", sentence=f"Copilot did not take the message: {exc}"),)
                 return
-            async for batch in batches(self._queue, as_is):
-                self._finished = isinstance(batch[-1], Done)
-                yield batch
+            async with aclosing(batches(self._queue, as_is)) as stream:
+                async for batch in stream:
+                    self._finished = isinstance(batch[-1], Done)
+                    yield batch
         finally:
             unsubscribe()
             self._closed = True

@@ -15,7 +15,7 @@ a2a-sdk a task save and an SSE event.
 """
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from a2a_wrapper.backends.base import BURST_SLICE, Batch
@@ -33,7 +33,7 @@ async def as_is(event: StreamEvent) -> Sequence[StreamEvent]:
     return (event,)
 
 
-async def batches(queue: "asyncio.Queue[Item]", translate: Translate[Item]) -> AsyncIterator[Batch]:
+async def batches(queue: "asyncio.Queue[Item]", translate: Translate[Item]) -> AsyncGenerator[Batch]:
     """The queue's items, translated, as batches of StreamEvents until one holds a `Done`."""
     loop = asyncio.get_running_loop()
     paced_until = 0.0  # loop time before which more text waits (set by a batch of text)

@@ -8,6 +8,7 @@ With the wrapper's tool hook installed, each tool call is held before it runs an
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -65,10 +66,11 @@ class OpenCodeTurn:
                 await self._backend.request("POST", f"/session/{self._session.id}/prompt_async", body)
             except NotFound as exc:
                 raise SessionGone(str(exc)) from exc
-            async for batch in batches(queue, partial(self._translate, translator)):
-                # Once the answer streams, bursts may wait for each other: no more handing each event over alone.
-                subscription.eager = subscription.eager and not any(isinstance(event, Text) for event in batch)
-                yield batch
+            async with aclosing(batches(queue, partial(self._translate, translator))) as stream:
+                async for batch in stream:
+                    # Once the answer streams, bursts may wait for each other: no more handing each event over alone.
+                    subscription.eager = subscription.eager and not any(isinstance(event, Text) for event in batch)
+                    yield batch
         except TimeoutError:
             yield (Done(outcome="failed", sentence="The OpenCode event stream is not connected."),)
         except SessionGone:
