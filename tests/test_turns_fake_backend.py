@@ -78,6 +78,8 @@ class FakeTurn:
                 yield batch
         finally:
             self.closed = True
+            if self._backend.cleanup_fails:
+                raise RuntimeError("the clean-up failed")
 
     async def _batches(self) -> AsyncGenerator[Batch]:
         if self.session.id in self._backend.lost:
@@ -135,6 +137,7 @@ class FakeBackend:
     def __init__(self) -> None:
         self.turns: list[FakeTurn] = []
         self.lost: set[str] = set()  # sessions the backend no longer has
+        self.cleanup_fails = False  # a turn's clean-up raises once it has ended
         self.opened = 0
         self.changed = asyncio.Event()  # a turn was made or started
 
@@ -284,6 +287,19 @@ async def test_a_turn_is_cleaned_up_when_it_ends_not_when_the_collector_finds_it
         assert resumed.status.state == TaskState.TASK_STATE_COMPLETED and paused.closed
     finally:
         gc.enable()
+
+
+async def test_a_clean_up_that_fails_after_the_end_leaves_the_task_as_it_ended(
+    make_agent: AgentFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    agent = await make_agent()
+    agent.backend.cleanup_fails = True
+    done = await agent.send("hello")
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED and answer_of(done) == "echo: hello"
+    assert (await agent.task(done.id)).status.state == TaskState.TASK_STATE_COMPLETED
+    assert "clean-up after the turn of task" in caplog.text
+    agent.backend.cleanup_fails = False
+    assert (await agent.send("again", done.context_id)).status.state == TaskState.TASK_STATE_COMPLETED  # context free
 
 
 async def test_a_no_denies_with_the_persons_sentence(make_agent: AgentFactory) -> None:

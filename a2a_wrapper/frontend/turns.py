@@ -327,7 +327,7 @@ class Turns:
                     if isinstance(event, Done):
                         if not live.canceled:
                             await live.reporter.finish(self._ending(event))
-                        await live.events.aclose()  # the backend's turn cleans up now (its subscription, its hooks)
+                        await _closed(live)
                         return True
                     if await self._handle(event, live, more_ready):
                         return False
@@ -462,6 +462,15 @@ async def _reject(live: LiveTurn, sentence: str) -> None:
     pending = live.pending
     if pending is not None and isinstance(pending.request, Permission):
         await _quietly(live.turn.reply(pending.request.id, "deny", sentence))
+
+
+async def _closed(live: LiveTurn) -> None:
+    """An ended turn's events closed: the backend's turn cleans up now (its subscription, its hooks), not when the
+    collector finds it. Its status is final already: a failure here is logged, never a second ending."""
+    try:
+        await live.events.aclose()
+    except Exception:
+        log.exception("the backend's clean-up after the turn of task %s failed", live.task_id)
 
 
 async def _abort(turn: Turn) -> None:
