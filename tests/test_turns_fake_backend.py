@@ -7,6 +7,7 @@ the deadline, a second message waiting for its context, a lost session reopened,
 
 import asyncio
 import gc
+import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -322,6 +323,24 @@ async def test_no_answer_by_the_deadline_denies_on_the_live_turn_and_is_audited(
     [entry] = recent(agent.database, 10)
     assert (entry.decision, entry.decided_by, entry.rule) == ("deny", "deadline", "person:deadline")
     assert entry.wait_ms >= 300
+
+
+async def test_a_step_of_the_wall_clock_neither_expires_an_approval_nor_holds_it_past_its_deadline(
+    make_agent: AgentFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A person's time to answer runs on the monotonic clock; NTP may step the wall clock meanwhile.
+    wall = time.time
+    agent = await make_agent(ask_timeout=0.5)
+    asked = await agent.send("ask")
+    monkeypatch.setattr(time, "time", lambda: wall() + 3600)  # an hour forward: the answer is still in time
+    done = await agent.send("yes", asked.context_id, asked.id)
+    assert answer_of(done).endswith("allow: bash allowed by person")
+    monkeypatch.setattr(time, "time", lambda: wall() - 3600)  # an hour back: the deadline still comes on time
+    asked = await agent.send("ask", done.context_id)
+    done = await agent.ended(asked.id)  # within the fixture's 10 s
+    assert answer_of(done).endswith(f"deny: {EXPIRED}")
+    [waited] = [entry.wait_ms for entry in recent(agent.database, 10) if entry.decided_by == "deadline"]
+    assert 500 <= waited < 5000
 
 
 async def test_a_question_pauses_and_any_text_answers_it(make_agent: AgentFactory) -> None:

@@ -394,7 +394,7 @@ class Turns:
 
     async def _expire(self, live: LiveTurn, pending: Pending) -> None:
         """No answer by the deadline: the gate resolves the request on the live turn, which goes on."""
-        await asyncio.sleep(max(0.0, pending.expires_at - time.time()))
+        await asyncio.sleep(max(0.0, pending.left()))
         if self._claim(live, pending, DEADLINE, None) is None:
             await self._drive(live, pending, None)
 

@@ -5,6 +5,7 @@ answer is a data part `{"approval": ID, "option": OPTION}` or one plain word: ye
 Anything else asks again and never reaches the model. The card declares this as the extension below.
 """
 
+import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -38,10 +39,26 @@ class Pending:
     request: Permission | Question
     reason: str  # why a person is asked (the rule's sentence)
     rule: str
-    expires_at: float
+    timeout: float  # seconds a person has to answer
     cls: str = ""  # the request's class, computed once by the gate; "" for a question
     id: str = field(default_factory=lambda: f"apr_{uuid.uuid4().hex[:16]}")
-    asked_at: float = field(default_factory=lambda: datetime.now(UTC).timestamp())
+    asked_at: float = field(default_factory=lambda: datetime.now(UTC).timestamp())  # shown to people
+    # when it was asked on the monotonic clock (the event loop's): the wait and the deadline are measured on it,
+    # never on the wall clock, which NTP may slew or step while a person thinks
+    asked_clock: float = field(default_factory=time.monotonic)
+
+    @property
+    def expires_at(self) -> float:
+        """The deadline on the wall clock, as people are shown it."""
+        return self.asked_at + self.timeout
+
+    def waited(self) -> float:
+        """Seconds since the person was asked."""
+        return time.monotonic() - self.asked_clock
+
+    def left(self) -> float:
+        """Seconds until the deadline; 0 or less once it has passed."""
+        return self.timeout - self.waited()
 
     def data(self) -> dict[str, Any]:
         expires = datetime.fromtimestamp(self.expires_at, UTC).isoformat()

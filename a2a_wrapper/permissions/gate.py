@@ -63,12 +63,12 @@ class PermissionGate:
         if decision.outcome == "ask":
             self._count(cls, "ask", "rules")
             self._journal(request, cls, decision, "rules")
-            return Pending(request, decision.reason, decision.rule, self._expiry(), cls=cls)
+            return Pending(request, decision.reason, decision.rule, self._policy.ask_timeout, cls=cls)
         await self._apply(turn, request, cls, decision, "rules", started)
         return None
 
     def question(self, question: Question) -> Pending:
-        return Pending(question, question.text, "question", self._expiry())
+        return Pending(question, question.text, "question", self._policy.ask_timeout)
 
     async def answer(self, turn: GatedTurn, pending: Pending, answer: Answer, person: str | None = None) -> None:
         """A person's answer; for a permission past its deadline it is no answer at all. `person` is who answered
@@ -76,12 +76,12 @@ class PermissionGate:
         request = pending.request
         if isinstance(request, Question):
             await turn.answer(request, answer.text or "")
-        elif time.time() >= pending.expires_at:
+        elif pending.left() <= 0:
             await self.expire(turn, pending)
         else:
             person = person or turn.key.caller or "person"
             decision = await self._decision_of(turn.key, request, answer, person)
-            await self._apply(turn, request, pending.cls, decision, person, _asked_at(pending))
+            await self._apply(turn, request, pending.cls, decision, person, pending.asked_clock)
 
     async def expire(self, turn: GatedTurn, pending: Pending) -> None:
         """No answer by the deadline: the request is denied; a question is told to go on alone."""
@@ -90,7 +90,7 @@ class PermissionGate:
             await turn.answer(request, ON_YOUR_OWN)
             return
         decision = Decision("deny", EXPIRED, "person:deadline")
-        await self._apply(turn, request, pending.cls, decision, "deadline", _asked_at(pending))
+        await self._apply(turn, request, pending.cls, decision, "deadline", pending.asked_clock)
 
     async def _decision_of(self, key: ContextKey, request: Permission, answer: Answer, person: str) -> Decision:
         """A person's option as a decision; "always" also adds the narrowest rule to the context."""
@@ -138,18 +138,10 @@ class PermissionGate:
             self._agent, decision.outcome, request.tool, cls, shown or "-", decision.rule, decided_by,
         )
 
-    def _expiry(self) -> float:
-        return time.time() + self._policy.ask_timeout
-
 
 def target_of(request: Permission) -> str:
     """What a decision is about: the command, the URL, or the paths."""
     return request.command or request.url or ", ".join(request.paths)
-
-
-def _asked_at(pending: Pending) -> float:
-    """When the person was asked, on the monotonic clock a decision's wait is measured on."""
-    return time.monotonic() - (time.time() - pending.asked_at)
 
 
 def holds_credential(rule: Rule) -> bool:

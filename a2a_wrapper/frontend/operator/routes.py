@@ -10,7 +10,6 @@ callers' guards. JSON in camelCase; a refusal is `{"error": SENTENCE}`.
 import asyncio
 import json
 import re
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -70,7 +69,7 @@ def operator_routes(agent: str, turns: Turns, console: ConsoleSettings, database
             return _error(sentence, 403)
         if isinstance(pending.request, Question) != (answer.option is None):
             return _error(_mismatch(approval_id, answer), 400)
-        if time.time() >= pending.expires_at:  # the deadline is about to answer it: this answer would be none
+        if pending.left() <= 0:  # the deadline is about to answer it: this answer would be none
             return _error(f"Approval {approval_id} expired unanswered; the deadline answers it.", 409)
         decided_by = f"console:{operator}"
         earlier = turns.answer_for(live, pending, answer, decided_by)
