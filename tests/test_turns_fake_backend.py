@@ -9,7 +9,7 @@ import asyncio
 import gc
 import time
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -273,21 +273,28 @@ async def test_an_ask_pauses_in_input_required_and_a_yes_resumes_the_turn(make_a
     assert answer_of(done) == "asking. allow: bash allowed by person"
 
 
+@pytest.fixture
+def no_collector() -> Iterator[None]:
+    """The garbage collector off: a turn's clean-up must run because the turn ended, not because it was found."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+@pytest.mark.usefixtures("no_collector")
 async def test_a_turn_is_cleaned_up_when_it_ends_not_when_the_collector_finds_it(make_agent: AgentFactory) -> None:
     # A backend turn's clean-up (OpenCode's event subscription, Copilot's session hooks) is in its iterator's
     # `finally`; left suspended after its last batch, it ran only once the collector reached it.
     agent = await make_agent()
-    gc.disable()
-    try:
-        done = await agent.send("hello")
-        asked = await agent.send("ask")
-        [ended, paused] = agent.backend.turns
-        assert done.status.state == TaskState.TASK_STATE_COMPLETED and ended.closed
-        assert asked.status.state == TaskState.TASK_STATE_INPUT_REQUIRED and not paused.closed  # it goes on later
-        resumed = await agent.send("yes", asked.context_id, asked.id)
-        assert resumed.status.state == TaskState.TASK_STATE_COMPLETED and paused.closed
-    finally:
-        gc.enable()
+    done = await agent.send("hello")
+    asked = await agent.send("ask")
+    [ended, paused] = agent.backend.turns
+    assert done.status.state == TaskState.TASK_STATE_COMPLETED and ended.closed
+    assert asked.status.state == TaskState.TASK_STATE_INPUT_REQUIRED and not paused.closed  # it goes on later
+    resumed = await agent.send("yes", asked.context_id, asked.id)
+    assert resumed.status.state == TaskState.TASK_STATE_COMPLETED and paused.closed
 
 
 async def test_a_clean_up_that_fails_after_the_end_leaves_the_task_as_it_ended(
@@ -402,6 +409,7 @@ async def test_cancel_aborts_the_turn_and_the_task_stays_canceled(make_agent: Ag
     assert (await agent.task(running.id)).status.state == TaskState.TASK_STATE_CANCELED
 
 
+@pytest.mark.usefixtures("no_collector")
 async def test_cancel_while_waiting_for_a_person_denies_and_aborts(make_agent: AgentFactory) -> None:
     agent = await make_agent()
     asked = await agent.send("ask")
@@ -409,6 +417,7 @@ async def test_cancel_while_waiting_for_a_person_denies_and_aborts(make_agent: A
     assert canceled is not None and canceled.status.state == TaskState.TASK_STATE_CANCELED
     turn = agent.backend.turns[0]
     assert turn.aborted and [decision for _, decision, _ in turn.replies] == ["deny"]
+    assert turn.closed  # its clean-up ran with the cancel, not when the collector found it
 
 
 async def test_shutdown_ends_a_running_turn_with_a_sentence(make_agent: AgentFactory) -> None:
@@ -420,3 +429,13 @@ async def test_shutdown_ends_a_running_turn_with_a_sentence(make_agent: AgentFac
     assert ended.status.state == TaskState.TASK_STATE_FAILED
     assert status_text(ended) == SHUTTING_DOWN
     assert agent.backend.turns[0].aborted
+
+
+@pytest.mark.usefixtures("no_collector")
+async def test_shutdown_cleans_up_a_turn_paused_for_a_person(make_agent: AgentFactory) -> None:
+    agent = await make_agent()
+    asked = await agent.send("ask")
+    assert asked.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    await agent.turns.shutdown(grace=2)
+    turn = agent.backend.turns[0]
+    assert turn.aborted and turn.closed and [decision for _, decision, _ in turn.replies] == ["deny"]

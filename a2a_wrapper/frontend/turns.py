@@ -240,6 +240,7 @@ class Turns:
             self._end(live)
             await _reject(live, CANCELED)
             await _abort(live.turn)
+            await _closed(live)
         else:
             live.canceled = True
             if live.deadline is not None:
@@ -264,6 +265,8 @@ class Turns:
             self._end(live)
             await _reject(live, SHUTTING_DOWN)
         await asyncio.gather(*(_abort(live.turn) for live in [*self._live.values(), *waiting]))
+        for live in waiting:
+            await _closed(live)
         try:
             async with asyncio.timeout(grace):
                 await self._drained.wait()
@@ -411,6 +414,7 @@ class Turns:
                 log.exception("the answer of %s for task %s failed; aborting the turn", who, live.task_id)
                 self._end(live)
                 await _abort(live.turn)
+                await _closed(live)
 
     async def _resolve(
         self, live: LiveTurn, pending: Pending, answer: Answer | None, person: str | None = None
@@ -458,15 +462,16 @@ async def _too_late(updater: TaskUpdater, first: Claim) -> None:
 
 
 async def _reject(live: LiveTurn, sentence: str) -> None:
-    """The backend request a paused turn waits on gets a no (fail closed)."""
-    pending = live.pending
+    """The backend request a paused turn waits on gets a no (fail closed); no answer reaches the turn after it."""
+    pending, live.pending = live.pending, None
     if pending is not None and isinstance(pending.request, Permission):
         await _quietly(live.turn.reply(pending.request.id, "deny", sentence))
 
 
 async def _closed(live: LiveTurn) -> None:
     """An ended turn's events closed: the backend's turn cleans up now (its subscription, its hooks), not when the
-    collector finds it. Its status is final already: a failure here is logged, never a second ending."""
+    collector finds it. Its status is final already: a failure here is logged, never a second ending. Called by
+    whoever ends the turn (its `Done`, a cancel or shutdown of a paused turn), never while another iterates it."""
     try:
         await live.events.aclose()
     except Exception:
