@@ -9,6 +9,7 @@ from a2a.helpers import new_data_part, new_text_part
 from a2a.server.context import ServerCallContext
 from a2a.server.tasks import DatabaseTaskStore
 from a2a.types import Artifact, Message, Part, Role, Task, TaskState, TaskStatus
+from google.protobuf.json_format import MessageToDict
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from a2a_wrapper.state.audit import AuditEntry, AuditLog, recent
@@ -63,7 +64,7 @@ def task_holding_secrets() -> Task:
             new_text_part(f"deploy with {GITHUB}"),
             Part(raw=f"AWS_ACCESS_KEY_ID={AWS_ID}\n".encode(), filename=".env", media_type="text/plain"),
             Part(url="https://deploy:hunter42@git.example.com/repo.git"),
-            new_data_part({"env": {"GITHUB_TOKEN": "plain-looking"}}),
+            new_data_part({"env": {"GITHUB_TOKEN": "plain-looking"}, "argv": ["push", [f"--auth={GITHUB}"]], "n": 2}),
         ],
     )
     answer = Message(message_id="m-2", role=Role.ROLE_AGENT, parts=[new_text_part(f"I used {AWS_ID}")])
@@ -89,6 +90,12 @@ def test_a_task_is_kept_with_every_part_and_metadata_redacted() -> None:
     assert [part.WhichOneof("content") for part in kept.history[0].parts] == ["text", "raw", "url", "data"]
     assert kept.history[0].parts[1].raw == f"AWS_ACCESS_KEY_ID={marker('aws-access-key')}\n".encode()
     assert kept.artifacts[0].parts[0].text == f"key:\n{marker('private-key')}"
+    data = MessageToDict(kept.history[0].parts[3].data)
+    assert data == {
+        "env": {"GITHUB_TOKEN": "[REDACTED:credential]"},
+        "argv": ["push", [f"--auth={marker('github-token')}"]],
+        "n": 2,
+    }
     assert (kept.id, kept.context_id, kept.status.state) == (task.id, task.context_id, task.status.state)
     assert GITHUB in task.history[0].parts[0].text, "a copy: the task itself is left alone"
 

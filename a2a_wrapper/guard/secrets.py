@@ -204,13 +204,15 @@ def redact_value(value: Any) -> Any:
     if isinstance(value, str):
         return redact(value)[0]
     if isinstance(value, dict):
-        return {key: _redact_item(key, item) for key, item in value.items()}
+        return {key: redact_item(key, item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return type(value)(redact_value(item) for item in value)
     return value
 
 
-def _redact_item(key: Any, item: Any) -> Any:
+def redact_item(key: Any, item: Any) -> Any:
+    """A JSON object's item (`key` None: a list's), as `redact_value` keeps it: a string under a credential-named
+    key goes whole."""
     if isinstance(key, str) and isinstance(item, str) and item and SECRET_KEY.fullmatch(key):
         return "[REDACTED:credential]"
     return redact_value(item)

@@ -26,11 +26,10 @@ from a2a.server.context import ServerCallContext
 from a2a.server.owner_resolver import OwnerResolver, resolve_user_scope
 from a2a.server.tasks import DatabaseTaskStore, TaskStore
 from a2a.types import ListTasksRequest, ListTasksResponse, Part, Task
-from google.protobuf.json_format import MessageToDict, ParseDict
 from google.protobuf.struct_pb2 import Struct, Value
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from a2a_wrapper.guard import redact_value
+from a2a_wrapper.guard import redact_item, redact_value
 from a2a_wrapper.state.database import checkpoint, my_turn, open_on_loop, written
 from a2a_wrapper.state.task_rows import task_upsert
 from a2a_wrapper.state.whole_answers import whole_answers
@@ -79,11 +78,27 @@ def _redact_content(part: Part) -> None:
 
 
 def _redact_json(message: Struct | Value) -> None:
-    if message.ByteSize():  # an empty one is left alone: copying into it would mark an absent field present
-        plain = MessageToDict(message)
-        kept = redact_value(plain)
-        if kept != plain:  # most hold nothing to redact: no second conversion
-            message.CopyFrom(ParseDict(kept, type(message)()))
+    """Redacted in place as `redact_value` redacts its JSON, walked on the message itself (no conversion to a dict
+    and back); only a string that changes is written, so an absent field stays absent."""
+    if isinstance(message, Struct):
+        fields = message.fields
+        for key in fields:
+            _redact_entry(key, fields[key])
+    else:
+        _redact_entry(None, message)
+
+
+def _redact_entry(key: str | None, value: Value) -> None:
+    match value.WhichOneof("kind"):
+        case "string_value":
+            kept = redact_item(key, value.string_value)
+            if kept != value.string_value:
+                value.string_value = kept
+        case "struct_value":
+            _redact_json(value.struct_value)
+        case "list_value":
+            for item in value.list_value.values:
+                _redact_entry(None, item)
 
 
 class WriteBehindTaskStore(TaskStore):
