@@ -6,6 +6,7 @@ import asyncio
 import uuid
 
 import a2a
+import pytest
 from a2a.helpers import new_text_part
 from a2a.server.agent_execution import active_task
 from a2a.server.context import ServerCallContext
@@ -13,6 +14,7 @@ from a2a.server.events.event_queue_v2 import EventQueueSource
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import AgentCapabilities, AgentCard, Message, Role, SendMessageRequest
+from a2a.utils._async_queue_compat import QueueShutDown
 
 from a2a_wrapper.frontend.sdk_dispatch import DirectEventQueueSource, use_direct_dispatch
 from a2a_wrapper.frontend.sdk_queues import use_loop_queues
@@ -90,6 +92,32 @@ async def test_a_graceful_close_waits_for_a_backlog_to_reach_the_sinks() -> None
         sink.task_done()
     await asyncio.wait_for(closing, 1)
     assert received == ["a", "b", "c"] and sink.is_closed()
+
+
+@pytest.mark.parametrize("immediate", [True, False])
+async def test_closing_a_source_with_one_sink_starts_no_task_and_closes_every_sink(immediate: bool) -> None:
+    use_loop_queues()
+    loop = asyncio.get_running_loop()
+    started: list[object] = []
+    loop.set_task_factory(lambda loop, coro, **kw: started.append(coro) or asyncio.Task(coro, loop=loop, **kw))
+    try:
+        alone = DirectEventQueueSource()
+        await alone.enqueue_event(_message("a"))
+        if not immediate:
+            alone.queue.get_nowait()
+            alone.task_done()  # consumed: a graceful close has nothing to wait for
+        await alone.close(immediate=immediate)
+        assert started == [] and alone.is_closed()
+        with pytest.raises(QueueShutDown):  # its one sink is closed
+            await alone.dequeue_event()
+        several = DirectEventQueueSource()
+        taps = [await several.tap() for _ in range(2)]
+        await several.close(immediate=True)
+        assert all(sink.is_closed() for sink in taps)
+        with pytest.raises(QueueShutDown):
+            await several.dequeue_event()
+    finally:
+        loop.set_task_factory(None)
 
 
 async def test_a_full_subscriber_is_evicted_by_the_sdk_and_the_others_go_on() -> None:
