@@ -80,11 +80,14 @@ V1 = {"A2A-Version": "1.0"}
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 TERMINAL = {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"}
 
-# Targets. Over the soak, the wrapper's added wall time is noisy on a shared machine, so a slowdown is
-# judged on it with the per-turn budget as tolerance, and on its added CPU, which is steady, more tightly.
-MAX_ADDED_MS = 5.0
+# Targets, the (#11): a warm turn, the wrapper's CPU for it, the first text and a long reply, each against
+# OpenCode called directly. Over the soak, the wrapper's added wall time is noisy on a shared machine, so a
+# slowdown is judged on it with 5 ms of tolerance, and on its added CPU, which is steady, more tightly.
+MAX_ADDED_MS = 3.0
+MAX_ADDED_CPU_MS = 5.0
 MAX_FIRST_TEXT_MS = 2.0
-MAX_SOAK_GROWTH_MS = MAX_ADDED_MS
+MAX_LONG_REPLY_RATIO = 1.2
+MAX_SOAK_GROWTH_MS = 5.0
 MAX_SOAK_CPU_GROWTH_MS = 1.0
 
 
@@ -486,8 +489,10 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
     rows["soak_growth_ms"] = rows["soak_last_p50"]["added"] - rows["soak_first_p50"]["added"]
     rows["soak_cpu_growth_ms"] = rows["soak_last_cpu"]["added"] - rows["soak_first_cpu"]["added"]
     rows["pass"] = {
-        "added_per_turn": rows["warm_p50"]["added"] < MAX_ADDED_MS,
+        "added_per_turn": rows["warm_p50"]["added"] <= MAX_ADDED_MS,
+        "cpu_per_turn": rows["warm_cpu"]["added"] <= MAX_ADDED_CPU_MS,
         "first_text": rows["first_text_p50"]["added"] <= MAX_FIRST_TEXT_MS,
+        "long_reply": rows["long_turn_p50"]["ratio"] <= MAX_LONG_REPLY_RATIO,
         "soak": rows["soak_growth_ms"] <= MAX_SOAK_GROWTH_MS and rows["soak_cpu_growth_ms"] <= MAX_SOAK_CPU_GROWTH_MS,
     }
     return rows
@@ -517,9 +522,14 @@ def render(results: dict[str, Any], summary: dict[str, Any]) -> str:
         "",
         "| measure | direct | wrapper | added | ratio | target | result |",
         "|---|---:|---:|---:|---:|---|---|",
-        row("warm trivial turn, p50", "warm_p50", f"under {MAX_ADDED_MS:g} ms added", ok["added_per_turn"]),
+        row("warm trivial turn, p50", "warm_p50", f"at most {MAX_ADDED_MS:g} ms added", ok["added_per_turn"]),
         row("warm trivial turn, p90", "warm_p90"),
-        row("CPU per trivial turn, this process (mean)", "warm_cpu"),
+        row(
+            "CPU per trivial turn, this process (mean)",
+            "warm_cpu",
+            f"at most {MAX_ADDED_CPU_MS:g} ms added",
+            ok["cpu_per_turn"],
+        ),
         row("CPU per trivial turn, OpenCode (mean)", "warm_opencode_cpu"),
         row(
             "first text of a 300-delta reply, p50",
@@ -527,7 +537,7 @@ def render(results: dict[str, Any], summary: dict[str, Any]) -> str:
             f"within {MAX_FIRST_TEXT_MS:g} ms of direct",
             ok["first_text"],
         ),
-        row("whole 300-delta reply, p50", "long_turn_p50"),
+        row("whole 300-delta reply, p50", "long_turn_p50", f"at most {MAX_LONG_REPLY_RATIO:g}x", ok["long_reply"]),
         row(f"soak, first {w} turns, p50", "soak_first_p50"),
         row(f"soak, last {w} turns, p50", "soak_last_p50"),
         row(f"CPU per soak turn, this process, first {w} (mean)", "soak_first_cpu"),
