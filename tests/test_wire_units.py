@@ -10,8 +10,8 @@ from a2a.types import Task
 from google.protobuf.json_format import MessageToDict, MessageToJson, ParseDict
 from google.protobuf.struct_pb2 import Struct
 
+from a2a_wrapper.frontend import wire_printer
 from a2a_wrapper.frontend.sdk_logs import CallerErrorsAtDebug, lower_caller_errors
-from a2a_wrapper.frontend.wire_numbers import print_whole_numbers_as_integers
 from a2a_wrapper.state.whole_answers import whole_answers
 
 DIFF = {"text": "@@ -1 +1 @@", "mediaType": "text/x-diff"}
@@ -56,14 +56,14 @@ def test_a_task_already_whole_is_returned_as_it_is_and_the_original_never_change
     [(5, "5"), (0, "0"), (-3, "-3"), (2.5, "2.5"), (2**53, "9007199254740992"), (2.0**60, "1.152921504606847e+18")],
 )
 def test_whole_numbers_in_a_struct_print_as_integers(value: float, printed: str) -> None:
-    print_whole_numbers_as_integers()
+    wire_printer.install()
     struct = ParseDict({"n": value, "nested": [{"n": value}]}, Struct())
     assert json.dumps(MessageToDict(struct), sort_keys=True) == f'{{"n": {printed}, "nested": [{{"n": {printed}}}]}}'
     assert json.loads(MessageToJson(struct))["n"] == json.loads(printed)
 
 
 def test_typed_fields_print_as_before() -> None:
-    print_whole_numbers_as_integers()
+    wire_printer.install()
     task = ParseDict(
         {"id": "t", "status": {"state": "TASK_STATE_COMPLETED", "timestamp": "2026-01-01T00:00:00Z"}}, Task()
     )

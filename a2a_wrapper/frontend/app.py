@@ -23,6 +23,7 @@ from starlette.types import ASGIApp
 from a2a_wrapper.backends.base import Backend
 from a2a_wrapper.config.settings import AuthSettings, ServerSettings
 from a2a_wrapper.errors import ConfigError
+from a2a_wrapper.frontend import wire_printer
 from a2a_wrapper.frontend.auth import CallContextBuilder, Callers, authentication
 from a2a_wrapper.frontend.card import CARD_PATH, JSONRPC_PATH, REST_PATH
 from a2a_wrapper.frontend.card_route import card_routes
@@ -43,7 +44,6 @@ from a2a_wrapper.frontend.metrics import CONTENT_TYPE, AgentMetrics
 from a2a_wrapper.frontend.sdk_dispatch import use_direct_dispatch
 from a2a_wrapper.frontend.sdk_logs import lower_caller_errors
 from a2a_wrapper.frontend.sdk_queues import use_loop_queues
-from a2a_wrapper.frontend.wire_numbers import print_whole_numbers_as_integers
 from a2a_wrapper.push import Push
 from a2a_wrapper.state.message_ledger import MessageLedger
 
@@ -69,7 +69,7 @@ def build_app(
     if bool(card.security_requirements) != bool(callers):  # fail closed: never open while the card asks for a key
         raise ConfigError("auth: the card and the front end disagree on callers (build both from the same settings)")
     context_builder = CallContextBuilder()
-    print_whole_numbers_as_integers()
+    wire_printer.install()
     lower_caller_errors()
     use_event_streams()
 
