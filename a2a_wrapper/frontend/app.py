@@ -44,6 +44,7 @@ from a2a_wrapper.frontend.metrics import CONTENT_TYPE, AgentMetrics
 from a2a_wrapper.frontend.sdk_dispatch import use_direct_dispatch
 from a2a_wrapper.frontend.sdk_logs import lower_caller_errors
 from a2a_wrapper.frontend.sdk_queues import use_loop_queues
+from a2a_wrapper.frontend.sdk_validation import use_planned_validation
 from a2a_wrapper.push import Push
 from a2a_wrapper.state.message_ledger import MessageLedger
 
@@ -127,6 +128,7 @@ def request_handler(
     tasks other replicas run (a2a-sdk's cluster mode: subscribe and cancel across replicas)."""
     use_loop_queues()
     use_direct_dispatch()
+    use_planned_validation()
     attempts = Attempts()
     sdk = DefaultRequestHandler(
         agent_executor=executor,
