@@ -42,6 +42,7 @@ from a2a_wrapper.frontend.handler.sdk_handler import SdkHandler
 from a2a_wrapper.frontend.handler.task_pages import BoundedPages
 from a2a_wrapper.frontend.metrics import CONTENT_TYPE, AgentMetrics
 from a2a_wrapper.frontend.sdk_dispatch import use_direct_dispatch
+from a2a_wrapper.frontend.sdk_json import use_fast_json
 from a2a_wrapper.frontend.sdk_logs import lower_caller_errors
 from a2a_wrapper.frontend.sdk_queues import use_loop_queues
 from a2a_wrapper.frontend.sdk_validation import use_planned_validation
@@ -71,6 +72,7 @@ def build_app(
         raise ConfigError("auth: the card and the front end disagree on callers (build both from the same settings)")
     context_builder = CallContextBuilder()
     wire_printer.install()
+    use_fast_json()
     lower_caller_errors()
     use_event_streams()
 

@@ -25,13 +25,15 @@ from weakref import WeakKeyDictionary
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from a2a_wrapper import fast_json
+
 Result = TypeVar("Result")
 _writers: WeakKeyDictionary[AsyncEngine, asyncio.Lock] = WeakKeyDictionary()
 
 
 def open_database(path: Path) -> AsyncEngine:
     """The SQLite file at `path`, in WAL mode: commits survive a crash of the process without an fsync each."""
-    engine = create_async_engine(f"sqlite+aiosqlite:///{path}")
+    engine = create_async_engine(f"sqlite+aiosqlite:///{path}", json_serializer=fast_json.dumps)
 
     @event.listens_for(engine.sync_engine, "connect")
     def _pragmas(connection: Any, _record: Any) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from a2a_wrapper import fast_json
 from a2a_wrapper.config.settings import AgentSettings, masked_url
 from a2a_wrapper.state.database import open_database
 
@@ -46,7 +47,9 @@ def open_state(database: StateDatabase) -> AsyncEngine:
     """The engine on the agent's state: the SQLite file in WAL mode, or a pool on the PostgreSQL server."""
     if database.path is not None:
         return open_database(database.path)
-    return create_async_engine(database.engine_url(), pool_size=10, max_overflow=20, pool_pre_ping=True)
+    return create_async_engine(
+        database.engine_url(), pool_size=10, max_overflow=20, pool_pre_ping=True, json_serializer=fast_json.dumps
+    )
 
 
 def is_shared(engine: AsyncEngine) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 
 import aiohttp
 
+from a2a_wrapper import fast_json
 from a2a_wrapper.backends.base import READ_SLICE
 from a2a_wrapper.backoff import Backoff, CrashHistory
 
@@ -136,7 +137,7 @@ class EventStream:
                     data.append(line[5:].lstrip())
                 elif not line and data:
                     try:
-                        yield json.loads("\n".join(data))
+                        yield fast_json.loads("\n".join(data))
                     except json.JSONDecodeError:
                         log.warning("[%s] unreadable event skipped", self._name)
                     data = []
