@@ -5,7 +5,8 @@ prints 3-10 times faster than the standard library, and prints compact JSON (no 
 What orjson refuses, the standard library does as before: an integer past 64 bits, a string holding a lone
 surrogate, a key that is not a string (`dumps`), and, on reading, NaN and Infinity. One difference is kept:
 `loads` reads an integer past 64 bits as a float, where the standard library keeps it exact; no field of
-OpenCode's events holds one.
+OpenCode's events holds one. Callers pass JSON values only (orjson would also print a datetime or a dataclass,
+which the standard library refuses).
 """
 
 import json
