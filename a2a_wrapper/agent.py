@@ -48,6 +48,7 @@ from a2a_wrapper.state.sessions import ContextKey, SessionMap
 from a2a_wrapper.state.shared_tasks import SharedTaskStore, shared_events
 from a2a_wrapper.state.task_listing import listing_off_the_loop
 from a2a_wrapper.state.task_store import WriteBehindTaskStore
+from a2a_wrapper.state.write_behind import Writer
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +112,7 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         card = build_card(with_grpc_port(settings, grpc_server))  # gRPC port 0: the free one bound
         # Stops after the handler; pushes at once the ends the last run owed (recovery has failed its lost turns).
         push = await stack.enter_async_context(push_service(settings.push, engine, tasks.readable))
-        ledger = MessageLedger(engine)
+        ledger = MessageLedger(engine, tasks.writer)
         await ledger.initialize()
         stack.callback(ledger.close)
         executor = TurnExecutor(turns, settings.guard, metrics)
@@ -141,6 +142,7 @@ class AgentTasks:
     served: TaskStore | VersionedTaskStore  # what the request handler reads and writes
     readable: TaskStore  # the same tasks, read by the push service
     events: TaskEventStream | None  # shared state: events of tasks another replica runs
+    writer: Writer | None  # SQLite: the writer behind the turn, which other stores' rows ride with
 
 
 @asynccontextmanager
@@ -154,7 +156,7 @@ async def agent_tasks(database: StateDatabase, engine: AsyncEngine) -> AsyncIter
         await fail_orphaned_tasks(
             store, [task for task in await stored_tasks(engine) if ContextKey(task.owner, task.context_id) not in held]
         )
-        yield AgentTasks(store, store.as_task_store, shared_events(engine))
+        yield AgentTasks(store, store.as_task_store, shared_events(engine), None)
         return
     assert database.path is not None
     database_store = DatabaseTaskStore(engine)
@@ -164,7 +166,7 @@ async def agent_tasks(database: StateDatabase, engine: AsyncEngine) -> AsyncIter
     writer = asyncio.create_task(task_store.run(), name="task-writer")
     try:
         async with listing_off_the_loop(task_store, database.path) as listed:
-            yield AgentTasks(listed, task_store, None)
+            yield AgentTasks(listed, task_store, None, task_store)
     finally:
         await cancel_and_wait(writer)
         await task_store.close()

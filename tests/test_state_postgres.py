@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from a2a.server.cluster import TaskVersion
 from a2a.server.context import ServerCallContext
+from a2a.server.tasks import DatabaseTaskStore
 from a2a.types import (
     ListTasksRequest,
     Message,
@@ -34,12 +35,13 @@ from a2a_wrapper.push.store import PushConfigs
 from a2a_wrapper.shield import Rule
 from a2a_wrapper.state.audit import AuditEntry, AuditLog, recent
 from a2a_wrapper.state.context_rules import ContextRules
-from a2a_wrapper.state.engines import StateDatabase, open_state
+from a2a_wrapper.state.engines import StateDatabase, is_shared, open_state
 from a2a_wrapper.state.leases import ContextHeldElsewhere, ContextLeases, Replica
 from a2a_wrapper.state.message_ledger import MessageKey, MessageLedger
 from a2a_wrapper.state.migrations import STEPS, migrate
 from a2a_wrapper.state.sessions import ContextKey, SessionMap
 from a2a_wrapper.state.shared_tasks import SharedTaskStore
+from a2a_wrapper.state.task_store import WriteBehindTaskStore
 
 SECRET = "hunter2-not-a-real-password"
 KEY = ContextKey("alice", "ctx-1")
@@ -130,7 +132,8 @@ async def test_audit_entries_are_read_back_newest_first(engine: AsyncEngine, dat
 
 
 async def test_a_retried_message_gets_the_first_attempts_task(engine: AsyncEngine) -> None:
-    ledger = MessageLedger(engine)
+    writer = None if is_shared(engine) else WriteBehindTaskStore(DatabaseTaskStore(engine), engine, set())
+    ledger = MessageLedger(engine, writer)  # on SQLite the claims ride with the task writer
     key = MessageKey("alice", "ctx", "m-1")
     async with asyncio.timeout(30):
         await ledger.initialize()

@@ -1,4 +1,4 @@
-"""The writes a turn makes, each one statement: the task writer's upsert and the ledger's claim (both on the loop),
+"""The writes a turn makes: the task writer's upsert, one statement on the loop, with the ledger's claims riding along,
 no push-config read for a task without webhooks; the WAL those writes grow moved into the file off the loop.
 Against a real SQLite file, counting the statements it is handed and reading the file."""
 
@@ -152,36 +152,107 @@ async def test_the_writers_wal_is_moved_into_the_file_every_so_many_writes(
 
 
 @pytest.fixture
-async def ledger(engine: AsyncEngine) -> AsyncIterator[MessageLedger]:
-    ledger = MessageLedger(engine)
+async def writer(engine: AsyncEngine) -> AsyncIterator[WriteBehindTaskStore]:
+    database = DatabaseTaskStore(engine)
+    await database.initialize()
+    store = WriteBehindTaskStore(database, engine, set())
+    running = asyncio.create_task(store.run())
+    yield store
+    running.cancel()
+    await store.close()
+
+
+@pytest.fixture
+async def ledger(engine: AsyncEngine, writer: WriteBehindTaskStore) -> AsyncIterator[MessageLedger]:
+    ledger = MessageLedger(engine, writer)
     await ledger.initialize()
     yield ledger
     ledger.close()
 
 
-async def test_a_claim_is_kept_in_the_file_and_a_retry_gets_the_first_task(
-    engine: AsyncEngine, ledger: MessageLedger
+async def kept_claims(engine: AsyncEngine) -> list[str]:
+    async with engine.connect() as db:
+        return list((await db.execute(text("SELECT task_id FROM message_ledger ORDER BY task_id"))).scalars())
+
+
+async def test_a_claim_rides_with_the_task_writer_and_a_retry_gets_the_first_task(
+    engine: AsyncEngine, writer: WriteBehindTaskStore, ledger: MessageLedger
 ) -> None:
     key = MessageKey("caller", "ctx", "m-1")
     with statements() as seen:
         assert await ledger.claim(key, "task-1") is None
-    assert seen == []  # not through the engine: on the loop, on a connection of its own
-    async with engine.connect() as db:
-        assert (await db.execute(text("SELECT task_id FROM message_ledger"))).scalars().all() == ["task-1"]
-    assert await ledger.claim(key, "task-2") == "task-1"
+    assert seen == []  # not through the engine: on the loop
+    assert await ledger.claim(key, "task-2") == "task-1"  # from memory, before it is written
+    await writer.flush()
+    assert await kept_claims(engine) == ["task-1"]
+    assert await ledger.claim(key, "task-2") == "task-1"  # from the file
     assert await ledger.claim(MessageKey("caller", "ctx", "m-2"), "task-3") is None
     await ledger.forget(key, "task-1")
     assert await ledger.claim(key, "task-4") is None
     assert await ledger.claim(key, "task-5") == "task-4"
+    await ledger.forget(key, "task-4")  # forgotten before it was written: never written
+    await writer.flush()
+    assert await kept_claims(engine) == ["task-3"]
 
 
-async def test_an_expired_entry_is_taken_over_by_the_next_claim(engine: AsyncEngine, ledger: MessageLedger) -> None:
+async def test_a_claim_of_an_earlier_run_is_honoured_after_a_restart(
+    engine: AsyncEngine, writer: WriteBehindTaskStore, ledger: MessageLedger
+) -> None:
+    key = MessageKey("", "ctx", "m-1")
+    assert await ledger.claim(key, "first") is None
+    await writer.close()  # the agent stops: what is left is written
+    ledger.close()
+    database = DatabaseTaskStore(engine)
+    await database.initialize()
+    again = MessageLedger(engine, WriteBehindTaskStore(database, engine, set()))
+    await again.initialize()
+    try:
+        assert await again.claim(key, "second") == "first"
+    finally:
+        again.close()
+
+
+async def test_a_claim_is_committed_with_the_tasks_in_one_transaction(
+    engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    database = DatabaseTaskStore(engine)
+    await database.initialize()
+    store = WriteBehindTaskStore(database, engine, set())
+    ledger = MessageLedger(engine, store)
+    await ledger.initialize()
+    seen: list[str] = []
+
+    def traced(engine: AsyncEngine, isolation_level: Any) -> sqlite3.Connection:
+        connection = open_on_loop(engine, isolation_level)
+        connection.set_trace_callback(lambda statement: seen.append(statement.split()[0]))
+        return connection
+
+    monkeypatch.setattr(task_store, "open_on_loop", traced)
+    assert await ledger.claim(MessageKey("", "ctx", "m-1"), "task-1") is None
+    await store.save(a_task("task-1"), CALLER)
+    await store.close()
+    ledger.close()
+    assert seen == ["BEGIN", "INSERT", "INSERT", "COMMIT"]  # the task and the claim
+    assert await kept_claims(engine) == ["task-1"]
+
+
+async def test_a_ledger_on_sqlite_without_the_task_writer_is_refused(engine: AsyncEngine) -> None:
+    with pytest.raises(ValueError, match="task writer"):
+        await MessageLedger(engine).initialize()
+
+
+async def test_an_expired_entry_is_taken_over_by_the_next_claim(
+    engine: AsyncEngine, writer: WriteBehindTaskStore, ledger: MessageLedger
+) -> None:
     key = MessageKey("", "", "m-1")
     assert await ledger.claim(key, "old") is None
+    await writer.flush()
     async with writing(engine) as db:
         await db.execute(text("UPDATE message_ledger SET accepted = accepted - :age"), {"age": RETENTION + 60})
     assert await ledger.claim(key, "new") is None
     assert await ledger.claim(key, "again") == "new"
+    await writer.flush()
+    assert await kept_claims(engine) == ["new"]
 
 
 def a_webhook(config_id: str) -> TaskPushNotificationConfig:

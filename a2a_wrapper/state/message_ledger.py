@@ -5,8 +5,12 @@ first attempt made, so the turn is not run twice, across a restart too. A messag
 keyed with "" (its retry has none either). An entry is honoured for RETENTION seconds; older ones are ignored
 and deleted (at start, then at most once an hour), and one whose task is gone is forgotten by the caller.
 
-A claim is on the path of every message: one statement, run on the loop on SQLite (database.py, `open_on_loop`);
-on PostgreSQL the same statement on the engine (a retry on another replica finds the entry too).
+A claim is on the path of every message. On SQLite it is decided on the loop: a claim this run made is in memory
+until it is written, one from an earlier run is read by its key (database.py, `open_on_loop`), and a new one
+rides with the task writer's next transaction, a moment later (write_behind.py), instead of a commit of its own
+before the turn starts. A crash in that moment loses the claim with the task it names (that task's row is not
+written yet either), so the retry runs again, as it would have found its task gone before. On PostgreSQL one
+statement on the engine claims the key (a retry on another replica finds the entry too).
 """
 
 import sqlite3
@@ -16,9 +20,10 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from a2a_wrapper.state.database import my_turn, open_on_loop, writing
+from a2a_wrapper.state.database import open_on_loop, writing
 from a2a_wrapper.state.engines import is_shared
 from a2a_wrapper.state.migrations import migrate
+from a2a_wrapper.state.write_behind import Row, Writer
 
 RETENTION = 24 * 3600.0  # seconds: a retry comes within moments; a day covers a client's longest backoff
 _PRUNE_EVERY = 3600.0
@@ -30,6 +35,11 @@ _CLAIM = (
     " accepted = excluded.accepted WHERE message_ledger.accepted < :now - :keep RETURNING task_id"
 )
 _CLAIMED = "SELECT task_id FROM message_ledger WHERE caller = :a AND context_id = :c AND message_id = :m"
+_FRESH = _CLAIMED + " AND accepted >= :cutoff"
+_WRITE = (  # a claim taken on SQLite, as the task writer writes it
+    "INSERT INTO message_ledger VALUES (?, ?, ?, ?, ?) ON CONFLICT (caller, context_id, message_id)"
+    " DO UPDATE SET task_id = excluded.task_id, accepted = excluded.accepted"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,17 +50,27 @@ class MessageKey:
 
 
 class MessageLedger:
-    def __init__(self, engine: AsyncEngine) -> None:
+    """`writer` (SQLite: the task writer; none on PostgreSQL) writes the claims behind the turn."""
+
+    sql = _WRITE  # the statement of its claims, for the writer they ride with
+
+    def __init__(self, engine: AsyncEngine, writer: Writer | None = None) -> None:
         self._engine = engine
+        self._writer = writer
         self._pruned = 0.0
         self._db: sqlite3.Connection | None = None
+        self._unwritten: dict[MessageKey, tuple[str, float]] = {}  # SQLite: claims not yet written, by key
 
     async def initialize(self) -> None:
-        """The schema brought up to date (migrations.py), old entries pruned; on SQLite, its loop connection."""
+        """The schema brought up to date (migrations.py), old entries pruned; on SQLite, its loop connection and
+        its rides with the task writer."""
         await migrate(self._engine)
         await self._prune()
         if not is_shared(self._engine):
+            if self._writer is None:
+                raise ValueError("a ledger on SQLite needs the task writer its claims ride with")
             self._db = open_on_loop(self._engine)
+            self._writer.carry(self)
 
     def close(self) -> None:
         if self._db is not None:
@@ -63,13 +83,17 @@ class MessageLedger:
         if now - self._pruned > _PRUNE_EVERY:
             await self._prune()
         values = {"a": key.caller, "c": key.context_id, "m": key.message_id, "t": task_id, "now": now}
-        if self._db is None:  # PostgreSQL: the same statements, on the engine
+        if self._db is None or self._writer is None:  # PostgreSQL: one statement, on the engine
             return await self._claim_on_server(values)
-        async with my_turn(self._engine):
-            if self._db.execute(_CLAIM, {**values, "keep": RETENTION}).fetchall():  # all: the statement ends
-                return None
-            row = self._db.execute(_CLAIMED, values).fetchone()  # a retry: the row the first attempt made
-        return str(row[0]) if row is not None else None
+        held = self._unwritten.get(key)
+        if held is not None:  # a retry of a claim this run made, not written yet
+            return held[0]
+        row = self._db.execute(_FRESH, {**values, "cutoff": now - RETENTION}).fetchone()
+        if row is not None:  # a retry: the row the first attempt made
+            return str(row[0])
+        self._unwritten[key] = (task_id, now)
+        self._writer.wake()
+        return None
 
     async def _claim_on_server(self, values: dict[str, object]) -> str | None:
         async with self._engine.begin() as db:
@@ -80,7 +104,9 @@ class MessageLedger:
 
     async def forget(self, key: MessageKey, task_id: str) -> None:
         """Drops the key's entry if it still names `task_id` (its attempt made no task, or the task is gone)."""
-        async with writing(self._engine) as db:
+        if self._unwritten.get(key, ("",))[0] == task_id:
+            del self._unwritten[key]
+        async with writing(self._engine) as db:  # in the writer's queue: before or after a write that holds it
             await db.execute(
                 text(
                     "DELETE FROM message_ledger WHERE caller = :a AND context_id = :c AND message_id = :m"
@@ -88,6 +114,18 @@ class MessageLedger:
                 ),
                 {"a": key.caller, "c": key.context_id, "m": key.message_id, "t": task_id},
             )
+
+    def holds_unwritten(self) -> bool:
+        return bool(self._unwritten)
+
+    def unwritten(self) -> list[Row]:
+        return [(k.caller, k.context_id, k.message_id, task, at) for k, (task, at) in self._unwritten.items()]
+
+    def written(self, rows: list[Row]) -> None:
+        for caller, context_id, message_id, task_id, _ in rows:
+            key = MessageKey(caller, context_id, message_id)
+            if self._unwritten.get(key, ("",))[0] == task_id:
+                del self._unwritten[key]
 
     async def _prune(self) -> None:
         self._pruned = time.time()

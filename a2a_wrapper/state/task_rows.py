@@ -31,11 +31,20 @@ class TaskUpsert:
     sql: str  # the compiled statement, its parameters positional
     columns: tuple[tuple[str, Bind], ...]  # per parameter: the model attribute it takes, and its bind processor
 
-    def run(self, connection: sqlite3.Connection, tasks: Sequence[tuple[Task, str]]) -> None:
-        """Writes each (task, owner) as the SDK's save would: the one statement, run for each, in one transaction."""
+    def run(
+        self,
+        connection: sqlite3.Connection,
+        tasks: Sequence[tuple[Task, str]],
+        riding: Sequence[tuple[str, Sequence[tuple[Any, ...]]]] = (),
+    ) -> None:
+        """Writes each (task, owner) as the SDK's save would: the one statement, run for each, in one transaction,
+        with the (statement, rows) of `riding` (write_behind.py)."""
         rows = [self._bound(sdk_row(task, owner)) for task, owner in tasks]
         with connection:  # commits, or rolls back on an error
-            connection.executemany(self.sql, rows)
+            if rows:
+                connection.executemany(self.sql, rows)
+            for sql, more in riding:
+                connection.executemany(sql, more)
 
     def _bound(self, row: dict[str, Any]) -> tuple[Any, ...]:
         return tuple(row[key] if bind is None else bind(row[key]) for key, bind in self.columns)

@@ -4,9 +4,10 @@ a2a-sdk saves the whole task on every event (each streamed chunk) before passing
 database commit there puts a write on the path of every chunk. Here `save` only records the newest
 version and wakes a writer that persists, a moment later, the latest version of each task. Reads of a task
 with an unwritten version are answered from memory; listing waits for the writer first. `close`
-writes whatever is left. The writes run on the loop, on a SQLite connection of the store's own (database.py: no
-thread hand-offs; task_rows.py: the SDK's row, by sqlite3 itself), and every CHECKPOINT_EVERY of them the WAL is
-checkpointed on the engine's thread. A process killed between a save and its write loses that version; the next
+writes whatever is left. Other stores' rows may ride in its transactions (write_behind.py: the ledger's claims).
+The writes run on the loop, on a SQLite connection of the store's own (database.py: no thread hand-offs;
+task_rows.py: the SDK's row, by sqlite3 itself), and every CHECKPOINT_EVERY of them the WAL is checkpointed on
+the engine's thread. A process killed between a save and its write loses that version; the next
 start marks tasks it finds unfinished as failed (see recovery.py).
 
 What is kept of a task passes the guard's redaction first: the caller's own messages may hold a credential,
@@ -33,6 +34,7 @@ from a2a_wrapper.guard import redact_item, redact_value
 from a2a_wrapper.state.database import checkpoint, my_turn, open_on_loop, written
 from a2a_wrapper.state.task_rows import task_upsert
 from a2a_wrapper.state.whole_answers import whole_answers
+from a2a_wrapper.state.write_behind import Rider, Row
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +119,7 @@ class WriteBehindTaskStore(TaskStore):
         self._known = known_ids  # every task id in the database: a lookup of any other needs no query
         self._owner = owner_resolver
         self._unwritten: dict[str, _Unwritten] = {}
+        self._riders: list[Rider] = []
         self._wake = asyncio.Event()
         self._written = asyncio.Event()
         self._written.set()
@@ -126,8 +129,14 @@ class WriteBehindTaskStore(TaskStore):
         copy.CopyFrom(task)
         self._unwritten[task.id] = _Unwritten(copy, context, self._owner(context))
         self._known.add(task.id)
+        self.wake()
+
+    def wake(self) -> None:
         self._written.clear()
         self._wake.set()
+
+    def carry(self, rider: Rider) -> None:
+        self._riders.append(rider)
 
     async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
         pending = self._unwritten.get(task_id)
@@ -169,20 +178,24 @@ class WriteBehindTaskStore(TaskStore):
                 self._connection.close()
 
     async def _write_all(self, retry: bool) -> None:
-        while self._unwritten:
+        while self._unwritten or any(rider.holds_unwritten() for rider in self._riders):
             batch = list(self._unwritten.values())
+            carried: list[tuple[Rider, list[Row]]] = []
             try:
                 kept = [(redacted(whole_answers(p.task)), self._store.owner_resolver(p.context)) for p in batch]
                 async with my_turn(self._engine):
-                    self._upsert.run(self._connected(), kept)
+                    carried = [(rider, rider.unwritten()) for rider in self._riders]
+                    self._upsert.run(self._connected(), kept, [(r.sql, rows) for r, rows in carried if rows])
             except Exception:  # a failed write must not stop the writer
-                log.exception("could not persist %d task(s)", len(batch))
+                log.exception("could not persist %d task(s) and what rides with them", len(batch))
                 if retry:
                     await asyncio.sleep(1)  # the versions stay in memory and are tried again
                     continue
             for pending in batch:
                 if self._unwritten.get(pending.task.id) is pending:
                     del self._unwritten[pending.task.id]
+            for rider, rows in carried:
+                rider.written(rows)
             self._writes += 1
         self._written.set()
         if self._writes >= CHECKPOINT_EVERY:
