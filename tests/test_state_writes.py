@@ -99,6 +99,19 @@ def test_the_row_holds_what_the_sdks_model_holds(make: Any) -> None:
     assert sdk_row(task, "owner") == expected
 
 
+def writer_statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The statements the task writer's loop connection runs from now on (its first word each)."""
+    seen: list[str] = []
+
+    def traced(engine: AsyncEngine, isolation_level: Any) -> sqlite3.Connection:
+        connection = open_on_loop(engine, isolation_level)
+        connection.set_trace_callback(lambda statement: seen.append(statement.split()[0]))
+        return connection
+
+    monkeypatch.setattr(task_store, "open_on_loop", traced)
+    return seen
+
+
 async def test_the_writer_persists_every_task_it_holds_in_one_transaction(
     engine: AsyncEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -108,14 +121,7 @@ async def test_the_writer_persists_every_task_it_holds_in_one_transaction(
     tasks = [a_task(f"task-{index}") for index in range(5)]
     for task in tasks:
         await store.save(task, CALLER)
-    seen: list[str] = []
-
-    def traced(engine: AsyncEngine, isolation_level: Any) -> sqlite3.Connection:
-        connection = open_on_loop(engine, isolation_level)
-        connection.set_trace_callback(lambda statement: seen.append(statement.split()[0]))
-        return connection
-
-    monkeypatch.setattr(task_store, "open_on_loop", traced)
+    seen = writer_statements(monkeypatch)
     with statements() as through_the_engine:
         await store.close()
     assert seen == ["BEGIN", *["INSERT"] * len(tasks), "COMMIT"]  # one statement's rows, in one transaction
@@ -220,14 +226,7 @@ async def test_a_claim_is_committed_with_the_tasks_in_one_transaction(
     store = WriteBehindTaskStore(database, engine, set())
     ledger = MessageLedger(engine, store)
     await ledger.initialize()
-    seen: list[str] = []
-
-    def traced(engine: AsyncEngine, isolation_level: Any) -> sqlite3.Connection:
-        connection = open_on_loop(engine, isolation_level)
-        connection.set_trace_callback(lambda statement: seen.append(statement.split()[0]))
-        return connection
-
-    monkeypatch.setattr(task_store, "open_on_loop", traced)
+    seen = writer_statements(monkeypatch)
     assert await ledger.claim(MessageKey("", "ctx", "m-1"), "task-1") is None
     await store.save(a_task("task-1"), CALLER)
     await store.close()
