@@ -104,8 +104,7 @@ class MessageLedger:
 
     async def forget(self, key: MessageKey, task_id: str) -> None:
         """Drops the key's entry if it still names `task_id` (its attempt made no task, or the task is gone)."""
-        if self._unwritten.get(key, ("",))[0] == task_id:
-            del self._unwritten[key]
+        self._drop_unwritten(key, task_id)
         async with writing(self._engine) as db:  # in the writer's queue: before or after a write that holds it
             await db.execute(
                 text(
@@ -123,9 +122,12 @@ class MessageLedger:
 
     def written(self, rows: list[Row]) -> None:
         for caller, context_id, message_id, task_id, _ in rows:
-            key = MessageKey(caller, context_id, message_id)
-            if self._unwritten.get(key, ("",))[0] == task_id:
-                del self._unwritten[key]
+            self._drop_unwritten(MessageKey(caller, context_id, message_id), task_id)
+
+    def _drop_unwritten(self, key: MessageKey, task_id: str) -> None:
+        """The key's claim leaves memory if it still names `task_id` (a later claim of the key stays)."""
+        if self._unwritten.get(key, ("",))[0] == task_id:
+            del self._unwritten[key]
 
     async def _prune(self) -> None:
         self._pruned = time.time()
