@@ -1,7 +1,8 @@
 """Per backend: what the wrapper adds to a turn and to the first text, against the backend called directly.
 
-For each backend (opencode, copilot, acp-opencode, acp-copilot) one process runs the offline model, the
-wrapped agent (A2A app on uvicorn, its backend child) and a direct client of the same kind of backend:
+For each backend (opencode, copilot, acp-opencode, acp-copilot) the wrapped agent (A2A app on uvicorn, its
+backend child) runs in a process of its own, as `a2a-wrap` runs it (bench/agent_process.py), and this process
+runs the offline model, the A2A client and a direct client of the same kind of backend:
 
 - opencode: the same `opencode serve` the agent spawned, over HTTP + `/event` (bench/overhead.py's client);
 - copilot: a second Copilot CLI driven by github-copilot-sdk with the agent's own environment and provider;
@@ -10,9 +11,9 @@ wrapped agent (A2A app on uvicorn, its backend child) and a direct client of the
 Turns are interleaved (direct, wrapper, direct, ...) on one session / one context each, after warm-up turns,
 each followed by a quiet pause (`--settle`, as in bench/overhead.py).
 Measured per backend: a trivial turn (p50, ms added, ratio), the first text and the whole of a 300-delta reply
-(`[[long:300]]`), and the CPU this process spent per turn of each kind (the model and the clients are in it in
-both modes, so the difference is the wrapper's). bench/overhead.py remains the deep look at OpenCode (soak,
-memory).
+(`[[long:300]]`), and the CPU this process and the agent's spent per turn of each kind (the model and the
+clients are in this one in both modes, so the difference is the wrapper's). bench/overhead.py remains the deep
+look at OpenCode (soak, memory).
 
     /work/venv/bin/python bench/backends.py [--turns N] [--backends opencode,copilot] [--json out.json]
 """
@@ -33,10 +34,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import aiohttp
-from overhead import DirectClient, Timing, WrapperClient, compare, pct, serving
+from agent_process import AgentProcess, OpenCodeAccess, agent_process
+from overhead import DirectClient, Timing, WrapperClient, compare, opencode_session, pct
 
-from a2a_wrapper.agent import running_agent
 from a2a_wrapper.backends.opencode.launch import free_port
+from a2a_wrapper.config.backends import OpenCodeSettings
 from a2a_wrapper.config.runtimes import ProcessRuntime
 from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSettings
 from a2a_wrapper.offline_model import OfflineModel
@@ -78,16 +80,16 @@ class DirectOpenCode:
 
 
 @asynccontextmanager
-async def direct_opencode(agent: Any) -> AsyncIterator[Direct]:
-    backend = agent.backend
-    http = backend._client._http  # the agent's authenticated session with the same server
-    client = DirectClient(http, agent.settings.backend.model)
-    listener = asyncio.create_task(client.listen())
-    try:
-        await asyncio.wait_for(client.connected.wait(), 10)
-        yield DirectOpenCode(client, await client.new_session("bench direct"))
-    finally:
-        listener.cancel()
+async def direct_opencode(access: OpenCodeAccess, model: str) -> AsyncIterator[Direct]:
+    """The agent's own server, on its address and credentials (the agent reported them)."""
+    async with opencode_session(access) as http:
+        client = DirectClient(http, model)
+        listener = asyncio.create_task(client.listen())
+        try:
+            await asyncio.wait_for(client.connected.wait(), 10)
+            yield DirectOpenCode(client, await client.new_session("bench direct"))
+        finally:
+            listener.cancel()
 
 
 class DirectCopilot:
@@ -122,13 +124,13 @@ class DirectCopilot:
 
 
 @asynccontextmanager
-async def direct_copilot(agent: Any, state: Path) -> AsyncIterator[Direct]:
+async def direct_copilot(agent: AgentSettings, state: Path) -> AsyncIterator[Direct]:
     from copilot import CopilotClient, RuntimeConnection
     from copilot.generated.rpc import PermissionDecisionApproveOnce
 
     from a2a_wrapper.backends.copilot import launch
 
-    settings = agent.settings.backend
+    settings = agent.backend
     plan = launch.prepare(settings.binary, settings, state, dict(os.environ))
     client = CopilotClient(
         connection=RuntimeConnection.for_stdio(path=str(plan.binary)),
@@ -185,14 +187,14 @@ class BenchAcpClient:
 
 
 @asynccontextmanager
-async def direct_acp(agent: Any, state: Path) -> AsyncIterator[Direct]:
+async def direct_acp(agent: AgentSettings, state: Path) -> AsyncIterator[Direct]:
     from acp import PROTOCOL_VERSION
     from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
     from acp.stdio import spawn_agent_process
 
     from a2a_wrapper.backends.acp.launch import agent_env
 
-    settings = agent.settings.backend
+    settings = agent.backend
     client = BenchAcpClient()
     env = agent_env(settings, state, dict(os.environ))
     program, *arguments = settings.command
@@ -226,14 +228,17 @@ class Result:
     cpu_long_wrapper: list[float] = field(default_factory=list)
 
 
-async def timed(turn: Awaitable[Timing], settle: float) -> Timing:
+async def timed(turn: Awaitable[Timing], settle: float, agent: AgentProcess | None = None) -> Timing:
     """The turn, then a quiet pause: a backend works on after its turn ends (OpenCode 100-250 ms), and without
-    the pause that tail would land on the next turn, always of the other mode. CPU is this process's over both."""
+    the pause that tail would land on the next turn, always of the other mode. CPU is this process's over both,
+    and the agent's when it has a process of its own."""
     cpu = time.process_time()
+    agent_cpu = agent.cpu_seconds() if agent else 0.0
     async with asyncio.timeout(TURN_TIMEOUT):
         timing = await turn
     await asyncio.sleep(settle)
-    return replace(timing, cpu=(time.process_time() - cpu) * 1000)
+    agent_cpu = agent.cpu_seconds() - agent_cpu if agent else 0.0
+    return replace(timing, cpu=(time.process_time() - cpu + agent_cpu) * 1000, agent_cpu=agent_cpu * 1000)
 
 
 async def bench_backend(name: str, model: OfflineModel, turns: int, warmup: int, settle: float) -> Result:
@@ -249,22 +254,22 @@ async def bench_backend(name: str, model: OfflineModel, turns: int, warmup: int,
         )
         result = Result(name)
         async with AsyncExitStack() as stack:
-            agent = await stack.enter_async_context(running_agent(settings))
-            url = await stack.enter_async_context(serving(agent))
+            agent = await stack.enter_async_context(agent_process(settings))
             http = await stack.enter_async_context(aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None)))
-            wrapper = WrapperClient(http, url)
+            wrapper = WrapperClient(http, agent.url)
             direct_state = Path(folder) / "direct"
             if name == "opencode":
-                direct = await stack.enter_async_context(direct_opencode(agent))
+                assert agent.opencode is not None and isinstance(settings.backend, OpenCodeSettings)
+                direct = await stack.enter_async_context(direct_opencode(agent.opencode, settings.backend.model))
             elif name == "copilot":
-                direct = await stack.enter_async_context(direct_copilot(agent, direct_state))
+                direct = await stack.enter_async_context(direct_copilot(settings, direct_state))
             else:
-                direct = await stack.enter_async_context(direct_acp(agent, direct_state))
+                direct = await stack.enter_async_context(direct_acp(settings, direct_state))
             context = f"bench-{uuid.uuid4().hex[:8]}"
             for text, kind in ((TRIVIAL, "trivial"), (LONG, "long")):
                 for index in range(warmup + turns):
-                    direct_timing = await timed(direct.turn(text), settle)
-                    wrapper_timing = await timed(wrapper.turn(context, text), settle)
+                    direct_timing = await timed(direct.turn(text), settle, agent)
+                    wrapper_timing = await timed(wrapper.turn(context, text), settle, agent)
                     if index >= warmup:
                         record(result, kind, "direct", direct_timing)
                         record(result, kind, "wrapper", wrapper_timing)

@@ -1,7 +1,8 @@
 """What the A2A wrapper adds on top of talking to OpenCode directly.
 
-One process runs the offline model, one wrapped agent (its `opencode serve` child and the A2A app on
-uvicorn) and two clients of the SAME OpenCode server:
+The wrapped agent runs in a process of its own, as `a2a-wrap` runs it (bench/agent_process.py: its
+`opencode serve` child and the A2A app on uvicorn). This process runs the offline model and two clients of
+the SAME OpenCode server:
 
 - direct: `POST /session/{id}/prompt_async`, then that server's events until `session.idle`. One `/event`
   subscription is held for the whole run and routed by sessionID, as the wrapper does: OpenCode never
@@ -16,8 +17,8 @@ history. Measured:
 1. a warm trivial turn (p50/p90, ms added, ratio);
 2. time to the first text of a reply streamed as 300 deltas (`[[long:300]]`): direct to the first
    `message.part.delta` of an assistant text part, wrapper to the first `artifactUpdate`;
-3. a soak: the first 30 against the last 30 turns of a long run, with the RSS of this process (which hosts
-   the wrapper) and of OpenCode before and after.
+3. a soak: the first 30 against the last 30 turns of a long run, with the RSS of the agent's process, of
+   this one and of OpenCode before and after.
 
 The modes are interleaved turn by turn (direct, wrapper, direct, ...) instead of run as two blocks, so
 drift -- OpenCode's growing history and heap, page cache, CPU clock, other work on the machine -- lands on
@@ -26,11 +27,13 @@ turns are its control, telling a slower OpenCode from a slower wrapper.
 
 Each turn is followed by a short pause (`--settle`): OpenCode keeps working for 100-250 ms after
 `session.idle`, and back to back that tail would always land on the next turn, i.e. on the other mode.
-The CPU used over each turn and its pause, by this process and by OpenCode, is recorded too: on a busy
-machine wall-clock times stretch, but the CPU a mode costs does not.
+The CPU used over each turn and its pause, by this process, by the agent's and by OpenCode, is recorded too:
+on a busy machine wall-clock times stretch, but the CPU a mode costs does not. The CPU a mode costs is this
+process's and the agent's together: in direct mode the agent still reads the direct session's events
+(OpenCode sends every subscriber every session's), in wrapper mode this process's direct client still skims
+the wrapper's, so each mode carries the other's reader as it did when both ran in one process.
 
-Both clients use aiohttp with keep-alive (no TCP set-up is timed) and the same SSE parser. Only OpenCode
-runs in another process: the model, the wrapper and both clients share this event loop in every mode.
+Both clients use aiohttp with keep-alive (no TCP set-up is timed) and the same SSE parser.
 
     /work/venv/bin/python bench/overhead.py [--turns N] [--soak N] [--json out.json]
 
@@ -58,16 +61,13 @@ from pathlib import Path
 from typing import Any, cast
 
 import aiohttp
-import uvicorn
+from agent_process import AgentProcess, OpenCodeAccess, agent_process
 
-from a2a_wrapper.agent import RunningAgent, running_agent
 from a2a_wrapper.backends.install import find_binary
-from a2a_wrapper.backends.opencode.backend import OpenCodeBackend
 from a2a_wrapper.backends.opencode.launch import free_port
 from a2a_wrapper.config.backends import ModelProvider, OpenCodeSettings
 from a2a_wrapper.config.runtimes import ProcessRuntime
 from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSettings
-from a2a_wrapper.frontend.edge.server_config import uvicorn_config
 from a2a_wrapper.offline_model import MODEL_ID, SMALL_MODEL_ID, OfflineModel
 
 log = logging.getLogger("bench.overhead")
@@ -102,7 +102,8 @@ class Timing:
     done: float  # direct: session.idle; wrapper: the TASK_STATE_COMPLETED status update
     first_text: float | None  # the first answer delta / artifactUpdate
     closed: float | None = None  # wrapper only: the end of the HTTP stream
-    cpu: float | None = None  # this process, all threads (model, wrapper, clients)
+    cpu: float | None = None  # this process (model, clients) and the agent's, all threads
+    agent_cpu: float | None = None  # the agent's process alone
     opencode_cpu: float | None = None  # the OpenCode child (10 ms ticks: meaningful as a mean)
 
 
@@ -282,6 +283,7 @@ class Modes:
     direct: DirectClient
     wrapper: WrapperClient
     model: OfflineModel
+    agent: AgentProcess
     opencode_pid: int
     settle: float  # seconds of quiet after each turn
 
@@ -300,16 +302,19 @@ class Modes:
         return series
 
     async def _timed(self, turn: Awaitable[Timing]) -> Timing:
-        cpu, opencode_cpu = time.process_time(), cpu_seconds(self.opencode_pid)
+        cpu, agent_cpu = time.process_time(), self.agent.cpu_seconds()
+        opencode_cpu = cpu_seconds(self.opencode_pid)
         async with asyncio.timeout(TURN_TIMEOUT):
             timing = await turn
         # OpenCode works on for 100-250 ms after session.idle (session.diff and more); without this pause
         # that tail would land on the next turn, always of the other mode, and the wrapper's own post-idle
         # work would hide part of it.
         await asyncio.sleep(self.settle)
+        agent_cpu = self.agent.cpu_seconds() - agent_cpu
         return replace(
             timing,
-            cpu=(time.process_time() - cpu) * 1000,
+            cpu=(time.process_time() - cpu + agent_cpu) * 1000,
+            agent_cpu=agent_cpu * 1000,
             opencode_cpu=(cpu_seconds(self.opencode_pid) - opencode_cpu) * 1000,
         )
 
@@ -327,9 +332,15 @@ def rss_mb(pid: int | str = "self") -> float:
     raise BenchError(f"no VmRSS for pid {pid}")
 
 
-def memory(opencode_pid: int) -> dict[str, float]:
+def memory(agent: AgentProcess, opencode_pid: int) -> dict[str, float]:
     gc.collect()
-    return {"python_rss_mb": rss_mb(), "opencode_rss_mb": rss_mb(opencode_pid), "python_objects": len(gc.get_objects())}
+    theirs = agent.memory()
+    return {
+        "agent_rss_mb": theirs["rss_mb"],
+        "agent_objects": theirs["objects"],
+        "python_rss_mb": rss_mb(),
+        "opencode_rss_mb": rss_mb(opencode_pid),
+    }
 
 
 async def measure(modes: Modes, args: argparse.Namespace) -> dict[str, Any]:
@@ -344,9 +355,9 @@ async def measure(modes: Modes, args: argparse.Namespace) -> dict[str, Any]:
     log.info("first text: %d runs", args.first_text_runs)
     results["first_text"] = await modes.run("first-text", LONG, 2, args.first_text_runs)
     log.info("soak: %d turns", args.soak)
-    results["memory_before"] = memory(modes.opencode_pid)
+    results["memory_before"] = memory(modes.agent, modes.opencode_pid)
     results["soak"] = await modes.run("soak", TRIVIAL, 0, args.soak)
-    results["memory_after"] = memory(modes.opencode_pid)
+    results["memory_after"] = memory(modes.agent, modes.opencode_pid)
     results["soak_turns"] = args.soak
     return results
 
@@ -371,21 +382,6 @@ def agent_settings(model: OfflineModel, state: Path) -> AgentSettings:
 
 
 @asynccontextmanager
-async def serving(agent: RunningAgent) -> AsyncIterator[str]:
-    """The agent's app on uvicorn as `a2a-wrap` serves it (its connection limits included); yields its JSON-RPC URL."""
-    server = uvicorn.Server(uvicorn_config(agent.app, agent.settings.server))
-    task = asyncio.create_task(server.serve(), name="bench-uvicorn")
-    try:
-        async with asyncio.timeout(10):
-            while not server.started:  # noqa: ASYNC110 (uvicorn offers no started event)
-                await asyncio.sleep(0.02)
-        yield agent.settings.advertised_url + "/a2a/jsonrpc"
-    finally:
-        server.should_exit = True
-        await task
-
-
-@asynccontextmanager
 async def listening(direct: DirectClient) -> AsyncIterator[None]:
     task = asyncio.create_task(direct.listen(), name="bench-direct-events")
     try:
@@ -407,17 +403,24 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     async with AsyncExitStack() as stack:
         state = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="a2a-bench-")))
         model = await stack.enter_async_context(OfflineModel())
-        agent = await stack.enter_async_context(running_agent(agent_settings(model, state)))
-        url = await stack.enter_async_context(serving(agent))
-        backend = cast(OpenCodeBackend, agent.backend)
-        served = backend._client._http  # the agent's own session to its OpenCode: the direct client shares it
-        assert served is not None and backend._child is not None and backend._child.pid is not None
-        direct = DirectClient(served, agent.settings.backend.model)
+        settings = agent_settings(model, state)
+        agent = await stack.enter_async_context(agent_process(settings))
+        if agent.opencode is None:
+            raise BenchError("the agent reported no OpenCode server of its own")
+        served = await stack.enter_async_context(opencode_session(agent.opencode))
+        direct = DirectClient(served, settings.backend.model)
         await stack.enter_async_context(listening(direct))
         http = await stack.enter_async_context(aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=120)))
-        host = machine(str((await backend.health()).get("version")))
-        modes = Modes(direct, WrapperClient(http, url), model, backend._child.pid, args.settle)
+        host = machine(agent.opencode.version)
+        modes = Modes(direct, WrapperClient(http, agent.url), model, agent, agent.opencode.pid, args.settle)
         return {"machine": host, **await measure(modes, args)}
+
+
+def opencode_session(access: OpenCodeAccess) -> aiohttp.ClientSession:
+    """A session of this process's own with the agent's OpenCode, on the agent's address and credentials."""
+    return aiohttp.ClientSession(
+        base_url=access.base_url, headers=access.headers, timeout=aiohttp.ClientTimeout(total=30, sock_connect=5)
+    )
 
 
 def machine(opencode_version: str) -> dict[str, str]:
@@ -476,6 +479,7 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
         "warm_p50": compare(p50(warm.direct), p50(warm.wrapper)),
         "warm_p90": compare(pct(done_ms(warm.direct), 90), pct(done_ms(warm.wrapper), 90)),
         "warm_cpu": compare(mean_of(warm.direct, "cpu"), mean_of(warm.wrapper, "cpu")),
+        "warm_agent_cpu": compare(mean_of(warm.direct, "agent_cpu"), mean_of(warm.wrapper, "agent_cpu")),
         "warm_opencode_cpu": compare(mean_of(warm.direct, "opencode_cpu"), mean_of(warm.wrapper, "opencode_cpu")),
         "first_text_p50": compare(pct(first_ms(first.direct), 50), pct(first_ms(first.wrapper), 50)),
         "long_turn_p50": compare(p50(first.direct), p50(first.wrapper)),
@@ -525,11 +529,12 @@ def render(results: dict[str, Any], summary: dict[str, Any]) -> str:
         row("warm trivial turn, p50", "warm_p50", f"at most {MAX_ADDED_MS:g} ms added", ok["added_per_turn"]),
         row("warm trivial turn, p90", "warm_p90"),
         row(
-            "CPU per trivial turn, this process (mean)",
+            "CPU per trivial turn, this process and the agent's (mean)",
             "warm_cpu",
             f"at most {MAX_ADDED_CPU_MS:g} ms added",
             ok["cpu_per_turn"],
         ),
+        row("CPU per trivial turn, the agent's process alone (mean)", "warm_agent_cpu"),
         row("CPU per trivial turn, OpenCode (mean)", "warm_opencode_cpu"),
         row(
             "first text of a 300-delta reply, p50",
@@ -540,8 +545,8 @@ def render(results: dict[str, Any], summary: dict[str, Any]) -> str:
         row("whole 300-delta reply, p50", "long_turn_p50", f"at most {MAX_LONG_REPLY_RATIO:g}x", ok["long_reply"]),
         row(f"soak, first {w} turns, p50", "soak_first_p50"),
         row(f"soak, last {w} turns, p50", "soak_last_p50"),
-        row(f"CPU per soak turn, this process, first {w} (mean)", "soak_first_cpu"),
-        row(f"CPU per soak turn, this process, last {w} (mean)", "soak_last_cpu", growth, ok["soak"]),
+        row(f"CPU per soak turn, this process and the agent's, first {w} (mean)", "soak_first_cpu"),
+        row(f"CPU per soak turn, this process and the agent's, last {w} (mean)", "soak_last_cpu", growth, ok["soak"]),
         "",
         "| memory over the soak | before | after | change |",
         "|---|---:|---:|---:|",
@@ -554,9 +559,10 @@ def render(results: dict[str, Any], summary: dict[str, Any]) -> str:
 
 def memory_rows(before: dict[str, float], after: dict[str, float]) -> list[str]:
     labels = {
-        "python_rss_mb": ("this process (wrapper, model, clients), RSS MB", "{:.1f}"),
+        "agent_rss_mb": ("the agent's process, RSS MB", "{:.1f}"),
+        "agent_objects": ("the agent's live Python objects (after gc)", "{:.0f}"),
         "opencode_rss_mb": ("OpenCode, RSS MB", "{:.1f}"),
-        "python_objects": ("live Python objects (after gc)", "{:.0f}"),
+        "python_rss_mb": ("this process (model, clients), RSS MB", "{:.1f}"),
     }
     return [
         f"| {label} | {fmt.format(before[key])} | {fmt.format(after[key])} | {fmt.format(after[key] - before[key])} |"

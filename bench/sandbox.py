@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from agent_process import serving
 from backends import LONG, SECTIONS, TRIVIAL, timed
-from overhead import WrapperClient, compare, pct, serving
+from overhead import WrapperClient, compare, pct
 
 from a2a_wrapper.agent import running_agent
 from a2a_wrapper.backends.opencode.launch import free_port

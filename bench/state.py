@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from overhead import TRIVIAL, Timing, WrapperClient, agent_settings, compare, pct, serving
+from agent_process import serving
+from overhead import TRIVIAL, Timing, WrapperClient, agent_settings, compare, pct
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests' PostgreSQL helper, from the repo
 
