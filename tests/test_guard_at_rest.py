@@ -13,7 +13,7 @@ from google.protobuf.json_format import MessageToDict
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from a2a_wrapper.state.audit import AuditEntry, AuditLog, recent
-from a2a_wrapper.state.task_store import WriteBehindTaskStore, redacted
+from a2a_wrapper.state.task_store import WriteBehindTaskStore, kept
 from tests.helpers.secrets import AWS_ID, GITHUB, OPENSSH, marker
 
 ENTRY = AuditEntry(1.0, "agent", "ctx-1", "task-1", "alice", "bash", "execute", "", "allow", "agent:ok", "shield", 2.0)
@@ -85,24 +85,32 @@ SECRETS = [GITHUB, AWS_ID, "hunter42", "plain-looking", OPENSSH[1], "correct hor
 
 def test_a_task_is_kept_with_every_part_and_metadata_redacted() -> None:
     task = task_holding_secrets()
-    kept = redacted(task)
-    assert not [secret for secret in SECRETS if secret.encode() in kept.SerializeToString()]
-    assert [part.WhichOneof("content") for part in kept.history[0].parts] == ["text", "raw", "url", "data"]
-    assert kept.history[0].parts[1].raw == f"AWS_ACCESS_KEY_ID={marker('aws-access-key')}\n".encode()
-    assert kept.artifacts[0].parts[0].text == f"key:\n{marker('private-key')}"
-    data = MessageToDict(kept.history[0].parts[3].data)
+    copy = kept(task)
+    assert not [secret for secret in SECRETS if secret.encode() in copy.SerializeToString()]
+    assert [part.WhichOneof("content") for part in copy.history[0].parts] == ["text", "raw", "url", "data"]
+    assert copy.history[0].parts[1].raw == f"AWS_ACCESS_KEY_ID={marker('aws-access-key')}\n".encode()
+    assert copy.artifacts[0].parts[0].text == f"key:\n{marker('private-key')}"
+    data = MessageToDict(copy.history[0].parts[3].data)
     assert data == {
         "env": {"GITHUB_TOKEN": "[REDACTED:credential]"},
         "argv": ["push", [f"--auth={marker('github-token')}"]],
         "n": 2,
     }
-    assert (kept.id, kept.context_id, kept.status.state) == (task.id, task.context_id, task.status.state)
+    assert (copy.id, copy.context_id, copy.status.state) == (task.id, task.context_id, task.status.state)
     assert GITHUB in task.history[0].parts[0].text, "a copy: the task itself is left alone"
+
+
+def test_an_answer_streamed_in_chunks_is_kept_whole_and_redacted_when_a_credential_spans_two_chunks() -> None:
+    chunks = [Part(text=f"token {GITHUB[:12]}"), Part(text=f"{GITHUB[12:]} done"), Part(text="")]
+    task = Task(id="task-3", artifacts=[Artifact(artifact_id="answer", parts=chunks)])
+    copy = kept(task)
+    assert [part.text for part in copy.artifacts[0].parts] == [f"token {marker('github-token')} done"]
+    assert [part.text for part in task.artifacts[0].parts] == [chunk.text for chunk in chunks], "left alone"
 
 
 def test_a_binary_file_and_absent_fields_are_left_as_they_are() -> None:
     task = Task(id="task-2", history=[Message(message_id="m-1", parts=[Part(raw=b"\x89PNG\r\n\x1a\n\xff")])])
-    assert redacted(task) == task
+    assert kept(task) == task
 
 
 async def test_the_task_store_keeps_and_answers_only_the_redacted_task(engine: AsyncEngine, tmp_path: Path) -> None:
@@ -114,7 +122,7 @@ async def test_the_task_store_keeps_and_answers_only_the_redacted_task(engine: A
     from_memory = await store.get("task-1", context)  # not written yet
     await store.close()
     from_disk = await store.get("task-1", context)
-    assert from_memory == from_disk == redacted(task_holding_secrets())
+    assert from_memory == from_disk == kept(task_holding_secrets())
     await engine.dispose()
     stored = on_disk(tmp_path)
     assert b"task-1" in stored and not [secret for secret in SECRETS if secret.encode() in stored]

@@ -17,8 +17,7 @@ from a2a.server.events.event_queue import Event
 from a2a.types import Task
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from a2a_wrapper.state.task_store import redacted
-from a2a_wrapper.state.whole_answers import whole_answers
+from a2a_wrapper.state.task_store import kept
 
 POLL_INTERVAL = 0.25  # seconds between a remote subscriber's reads of `task_events`
 
@@ -36,10 +35,8 @@ class SharedTaskStore(VersionedDatabaseTaskStore):
         prev_version: TaskVersion,
         context: ServerCallContext,
     ) -> TaskVersion:
-        kept = redacted(whole_answers(event)) if isinstance(event, Task) else event
-        return await super().save(
-            redacted(whole_answers(task)), event=kept, prev=prev, prev_version=prev_version, context=context
-        )
+        kept_event = kept(event) if isinstance(event, Task) else event
+        return await super().save(kept(task), event=kept_event, prev=prev, prev_version=prev_version, context=context)
 
 
 def shared_events(engine: AsyncEngine) -> DatabaseTaskEventStream:

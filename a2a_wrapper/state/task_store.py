@@ -50,18 +50,25 @@ WRITE_DELAY = 0.1  # seconds: lets the event that caused a save reach its client
 CHECKPOINT_EVERY = 100  # writes: ~1 MB of WAL for tasks of a few KB, moved into the file off the loop
 
 
-def redacted(task: Task) -> Task:
-    """A copy of the task as it may be kept: every part and every metadata redacted; ids and states as they are."""
-    copy = Task()
-    copy.CopyFrom(task)
-    messages = [*copy.history, *([copy.status.message] if copy.status.HasField("message") else [])]
-    holders = [*messages, *copy.artifacts]
+def kept(task: Task) -> Task:
+    """A copy of the task as it is kept and shown: its answers whole (whole_answers.py), every part and every
+    metadata redacted, ids and states as they are. One copy: whole_answers' own when it joined anything."""
+    copy = whole_answers(task)
+    if copy is task:
+        copy = Task()
+        copy.CopyFrom(task)
+    _redact_in_place(copy)
+    return copy
+
+
+def _redact_in_place(task: Task) -> None:
+    messages = [*task.history, *([task.status.message] if task.status.HasField("message") else [])]
+    holders = [*messages, *task.artifacts]
     parts = [part for holder in holders for part in holder.parts]
-    for metadata in (copy.metadata, *(holder.metadata for holder in holders), *(part.metadata for part in parts)):
+    for metadata in (task.metadata, *(holder.metadata for holder in holders), *(part.metadata for part in parts)):
         _redact_json(metadata)
     for part in parts:
         _redact_content(part)
-    return copy
 
 
 def _redact_content(part: Part) -> None:
@@ -143,7 +150,7 @@ class WriteBehindTaskStore(TaskStore):
         if pending is not None:
             if pending.owner != self._owner(context):
                 return None
-            return redacted(whole_answers(pending.task))
+            return kept(pending.task)
         if task_id not in self._known:
             return None
         return await self._store.get(task_id, context)
@@ -182,10 +189,10 @@ class WriteBehindTaskStore(TaskStore):
             batch = list(self._unwritten.values())
             carried: list[tuple[Rider, list[Row]]] = []
             try:
-                kept = [(redacted(whole_answers(p.task)), self._store.owner_resolver(p.context)) for p in batch]
+                rows = [(kept(p.task), self._store.owner_resolver(p.context)) for p in batch]
                 async with my_turn(self._engine):
                     carried = [(rider, rider.unwritten()) for rider in self._riders]
-                    self._upsert.run(self._connected(), kept, [(r.sql, rows) for r, rows in carried if rows])
+                    self._upsert.run(self._connected(), rows, [(r.sql, rows) for r, rows in carried if rows])
             except Exception:  # a failed write must not stop the writer
                 log.exception("could not persist %d task(s) and what rides with them", len(batch))
                 if retry:
