@@ -22,6 +22,7 @@ from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.frontend.app import build_app, request_handler
 from a2a_wrapper.frontend.card import CARD_PATH, build_card
+from a2a_wrapper.frontend.edge.quiet_server import QuietServer
 from a2a_wrapper.frontend.edge.server_config import uvicorn_config
 from a2a_wrapper.frontend.executor import TurnExecutor
 from a2a_wrapper.frontend.grpc_binding import grpc_port, with_grpc_port
@@ -234,7 +235,7 @@ def hosts_policy(policy: Policy) -> PermissionPolicy | None:
     return policy.shield if policy.rules_decide else None
 
 
-class _Server(uvicorn.Server):
+class _Server(QuietServer):
     """uvicorn without its own signal handling: `serve` records signals and tears the agent down itself. At a
     stop the running turns end first, each with its sentence: their streams then close by themselves instead of
     being cut when uvicorn's grace runs out."""

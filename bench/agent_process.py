@@ -23,11 +23,10 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-import uvicorn
-
 from a2a_wrapper.agent import RunningAgent, running_agent
 from a2a_wrapper.backends.opencode.backend import OpenCodeBackend
 from a2a_wrapper.config.settings import AgentSettings
+from a2a_wrapper.frontend.edge.quiet_server import QuietServer
 from a2a_wrapper.frontend.edge.server_config import uvicorn_config
 
 START_TIMEOUT = 120.0  # seconds for the agent and its backend to come up
@@ -68,7 +67,7 @@ class AgentProcess:
 @asynccontextmanager
 async def serving(agent: RunningAgent) -> AsyncIterator[str]:
     """The agent's app on uvicorn as `a2a-wrap` serves it (its connection limits included); yields its JSON-RPC URL."""
-    server = uvicorn.Server(uvicorn_config(agent.app, agent.settings.server))
+    server = QuietServer(uvicorn_config(agent.app, agent.settings.server))
     task = asyncio.create_task(server.serve(), name="bench-uvicorn")
     try:
         async with asyncio.timeout(10):

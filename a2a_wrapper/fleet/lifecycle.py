@@ -18,7 +18,6 @@ import socket
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 
 import httpx
-import uvicorn
 
 from a2a_wrapper.config.settings import ServerSettings
 from a2a_wrapper.fleet.console.access import Gate
@@ -32,6 +31,7 @@ from a2a_wrapper.fleet.reload import watch_fleet
 from a2a_wrapper.fleet.remote import RemoteAgent
 from a2a_wrapper.fleet.spec import CONSOLE_KEY_ENV, AgentSpec, Fleet, RemoteSpec
 from a2a_wrapper.fleet.supervisor import OnRunning, SupervisedAgent, Supervisor
+from a2a_wrapper.frontend.edge.quiet_server import QuietServer
 from a2a_wrapper.frontend.edge.server_config import uvicorn_config
 from a2a_wrapper.ports import bind_port
 
@@ -65,7 +65,7 @@ class Signals:
                 loop.remove_signal_handler(sig)
 
 
-class _RegistryServer(uvicorn.Server):
+class _RegistryServer(QuietServer):
     """uvicorn without its own signal handling: the fleet's handlers decide when it stops."""
 
     @contextlib.contextmanager

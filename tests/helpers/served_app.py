@@ -4,17 +4,17 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import uvicorn
 from starlette.types import ASGIApp
 
 from a2a_wrapper.config.settings import ServerSettings
+from a2a_wrapper.frontend.edge.quiet_server import QuietServer
 from a2a_wrapper.frontend.edge.server_config import uvicorn_config
 
 
 @asynccontextmanager
 async def served_app(app: ASGIApp, server: ServerSettings) -> AsyncIterator[None]:
     """`app` served on `server.host`:`server.port` until the block ends."""
-    uvicorn_server = uvicorn.Server(uvicorn_config(app, server))
+    uvicorn_server = QuietServer(uvicorn_config(app, server))
     serving = asyncio.create_task(uvicorn_server.serve())
     try:
         async with asyncio.timeout(10):
