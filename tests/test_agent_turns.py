@@ -201,3 +201,17 @@ async def test_a_question_pauses_the_task_and_the_answer_resumes_it(
     resumed = await stream(http, agent.jsonrpc, {"message": user_message("Blue", task["contextId"], task["id"])})
     assert final_state(resumed) == "TASK_STATE_COMPLETED"
     assert "Blue" in answer_text(resumed), "the model saw the person's answer"
+
+
+async def test_an_event_larger_than_aiohttps_line_limit_reaches_the_turn(
+    agent: ServedAgent, http: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    # OpenCode sends a message's whole text in one event (`message.part.updated`): past what aiohttp reads as one
+    # line, the event stream broke (LineTooLong) and reconnected, and the turn's events in between were lost
+    words = " ".join(f"w{n}" for n in range(150_000))  # ~1 MB, a quarter of what a message may hold
+    assert len(words) > 2**20
+    events = await stream(http, agent.jsonrpc, {"message": user_message(f"[[turns]] {words}")})
+    assert final_state(events) == "TASK_STATE_COMPLETED", status_text(events[-1]["statusUpdate"]["status"])
+    # a context this large makes OpenCode compact the session and go on by itself: more answers follow the first
+    assert answer_text(events).startswith("This conversation holds 1 user messages.")
+    assert not [r for r in caplog.records if "event stream" in r.getMessage()], "the stream held"

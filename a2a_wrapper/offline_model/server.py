@@ -22,6 +22,7 @@ MODEL_ID = "offline-model"
 SMALL_MODEL_ID = "offline-small"
 CONTROL = web.AppKey("control", ControlState)
 ModelT = TypeVar("ModelT", bound=BaseModel)
+MAX_REQUEST = 64 * 2**20  # bytes: a long context, as a provider takes it (aiohttp's own default is 1 MiB)
 
 
 class InvalidRequest(ValueError):
@@ -40,7 +41,7 @@ class ChatRequest(BaseModel):
 
 def create_app() -> web.Application:
     """The offline model as an aiohttp application with its own control state."""
-    app = web.Application()
+    app = web.Application(client_max_size=MAX_REQUEST)
     app[CONTROL] = ControlState()
     app.router.add_post("/v1/chat/completions", chat_completions)
     app.router.add_post("/chat/completions", chat_completions)

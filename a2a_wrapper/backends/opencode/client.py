@@ -2,11 +2,14 @@
 the project's (NotFound, Unauthorized, BackendError, BackendUnavailable), and the health call."""
 
 import asyncio
+import io
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+from aiohttp.payload import TOO_LARGE_BYTES_BODY
 
+from a2a_wrapper import fast_json
 from a2a_wrapper.errors import BackendError, BackendUnavailable, NotFound, Unauthorized
 
 
@@ -37,7 +40,7 @@ class OpenCodeClient:
     async def request(self, method: str, path: str, body: Any = None, timeout: float | None = None) -> Any:
         if self._http is None:
             raise BackendUnavailable("the OpenCode backend is not started")
-        kwargs: dict[str, Any] = {"json": body} if body is not None else {}
+        kwargs: dict[str, Any] = _json_body(body) if body is not None else {}
         if timeout is not None:
             kwargs["timeout"] = aiohttp.ClientTimeout(total=timeout)
         try:
@@ -65,6 +68,14 @@ class OpenCodeClient:
                 last = str(exc)
             await asyncio.sleep(0.25)
         raise BackendUnavailable(f"OpenCode did not answer its health call: {last}")
+
+
+def _json_body(body: Any) -> dict[str, Any]:
+    """The request's arguments for a JSON body: printed by orjson, and past aiohttp's 1 MiB for raw bytes (a prompt
+    may hold 4 MiB of text) handed over as a file, which aiohttp sends a piece at a time."""
+    encoded = fast_json.dumps(body).encode()
+    data = io.BytesIO(encoded) if len(encoded) > TOO_LARGE_BYTES_BODY else encoded
+    return {"data": data, "headers": {"Content-Type": "application/json"}}
 
 
 def _raise_for(status: int, method: str, path: str, text: str) -> None:

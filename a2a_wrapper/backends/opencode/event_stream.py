@@ -5,7 +5,6 @@ life (see notes/opencode.md §7). Events of child sessions (the `task` tool) go 
 """
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -15,6 +14,7 @@ import aiohttp
 
 from a2a_wrapper import fast_json
 from a2a_wrapper.backends.base import READ_SLICE
+from a2a_wrapper.backends.opencode.sse_events import sse_data
 from a2a_wrapper.backoff import Backoff, CrashHistory
 
 log = logging.getLogger(__name__)
@@ -33,6 +33,18 @@ class Subscription:
 
     queue: EventQueue = field(default_factory=asyncio.Queue)
     eager: bool = True
+
+
+def _parsed(data: bytes) -> dict[str, Any]:
+    """An event's JSON object; bytes that are not UTF-8 are read with U+FFFD in their place, as a text decoder
+    would. Raises ValueError for anything else."""
+    try:
+        event = fast_json.loads(data)
+    except ValueError:
+        event = fast_json.loads(data.decode("utf-8", errors="replace"))
+    if not isinstance(event, dict):
+        raise ValueError("not a JSON object")
+    return event
 
 
 def session_of(event: dict[str, Any]) -> str | None:
@@ -130,17 +142,13 @@ class EventStream:
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=5, sock_read=45)  # heartbeats every ~10 s
         async with self._http.get("/event", timeout=timeout) as response:
             response.raise_for_status()
-            data: list[str] = []
-            async for raw in response.content:
-                line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-                if line.startswith("data:"):
-                    data.append(line[5:].lstrip())
-                elif not line and data:
-                    try:
-                        yield fast_json.loads("\n".join(data))
-                    except json.JSONDecodeError:
-                        log.warning("[%s] unreadable event skipped", self._name)
-                    data = []
+            async for data in sse_data(response.content.iter_any()):
+                try:
+                    event = _parsed(data)
+                except ValueError:
+                    log.warning("[%s] unreadable event skipped", self._name)
+                    continue
+                yield event
 
     def _route(self, event: dict[str, Any]) -> bool:
         """Delivers the event; True if an eager listener with nothing left to do (so waiting) got it."""
