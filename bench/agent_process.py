@@ -113,7 +113,9 @@ async def agent_process(settings: AgentSettings) -> AsyncIterator[AgentProcess]:
 
 
 def thread_cpu_seconds(pid: int) -> float:
-    """The CPU a process's live threads have run (/proc's schedstat: nanoseconds, not the 10 ms of its stat)."""
+    """The CPU a process's live threads have run (/proc's schedstat: nanoseconds, not the 10 ms of its stat). A
+    thread that ends between two readings takes its time with it; the agent's threads (its loop's, its executor's)
+    live as long as it does."""
     total = 0
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
