@@ -18,7 +18,13 @@ history. Measured:
 2. time to the first text of a reply streamed as 300 deltas (`[[long:300]]`): direct to the first
    `message.part.delta` of an assistant text part, wrapper to the first `artifactUpdate`;
 3. a soak: the first 30 against the last 30 turns of a long run, with the RSS of the agent's process, of
-   this one and of OpenCode before and after.
+   this one and of OpenCode before and after;
+4. the wrapper's delay on the very turns it wraps, free of OpenCode's own spread (its first text of a long
+   reply moves by 25-113 ms within one run, more than the 2 ms goal): the direct client's `/event` stream shows
+   the wrapped turns too, so this process sees when OpenCode announced the prompt (its new user message), its
+   first answer delta and its `session.idle`, in both modes. Added: the time to OpenCode's announcing the prompt
+   (p50, wrapper against direct), plus how long after OpenCode's first delta / `session.idle` the A2A client had
+   the first artifact / the final status (p50 over the wrapped turns).
 
 The modes are interleaved turn by turn (direct, wrapper, direct, ...) instead of run as two blocks, so
 drift -- OpenCode's growing history and heap, page cache, CPU clock, other work on the machine -- lands on
@@ -33,7 +39,7 @@ process's and the agent's together: in direct mode the agent still reads the dir
 (OpenCode sends every subscriber every session's), in wrapper mode this process's direct client still skims
 the wrapper's, so each mode carries the other's reader as it did when both ran in one process.
 
-Both clients use aiohttp with keep-alive (no TCP set-up is timed) and the same SSE parser.
+Both clients use aiohttp with keep-alive (no TCP set-up is timed) and the same SSE parser, the agent's own.
 
     /work/venv/bin/python bench/overhead.py [--turns N] [--soak N] [--json out.json]
 
@@ -65,6 +71,7 @@ from agent_process import AgentProcess, OpenCodeAccess, agent_process
 
 from a2a_wrapper.backends.install import find_binary
 from a2a_wrapper.backends.opencode.launch import free_port
+from a2a_wrapper.backends.opencode.sse_events import sse_data as events_of
 from a2a_wrapper.config.backends import ModelProvider, OpenCodeSettings
 from a2a_wrapper.config.runtimes import ProcessRuntime
 from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSettings
@@ -76,6 +83,7 @@ TRIVIAL = "hi"
 LONG = "[[long:300]]"
 SOAK_WINDOW = 30
 TURN_TIMEOUT = 60.0
+IDLE_SEEN_TIMEOUT = 5.0  # seconds a wrapped turn waits, once over, for OpenCode's `session.idle` to be read here
 V1 = {"A2A-Version": "1.0"}
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 TERMINAL = {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"}
@@ -105,6 +113,11 @@ class Timing:
     cpu: float | None = None  # this process (model, clients) and the agent's, all threads
     agent_cpu: float | None = None  # the agent's process alone
     opencode_cpu: float | None = None  # the OpenCode child (10 ms ticks: meaningful as a mean)
+    # The same turn as OpenCode's `/event` stream told this process, in both modes: its event for the turn's user
+    # message (the prompt has reached OpenCode), its first answer delta, its `session.idle`.
+    backend_prompt: float | None = None
+    backend_first_text: float | None = None
+    backend_done: float | None = None
 
 
 @dataclass
@@ -123,16 +136,12 @@ async def sse_payloads(response: aiohttp.ClientResponse) -> AsyncIterator[dict[s
         yield json.loads(data)
 
 
-async def sse_data(response: aiohttp.ClientResponse) -> AsyncIterator[str]:
-    """Each SSE event's data, unparsed."""
-    data: list[str] = []
-    async for raw in response.content:
-        line = raw.decode().rstrip("\r\n")
-        if line.startswith("data:"):
-            data.append(line[5:].lstrip())
-        elif not line and data:
-            yield "\n".join(data)
-            data = []
+async def sse_data(response: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
+    """Each SSE event's data, unparsed, split from the body's chunks as the agent splits OpenCode's (2.5 us an
+    event, against ~10 for aiohttp's line by line): the direct client skims every event of the wrapper's session
+    too, in the loop the A2A client reads the same reply in."""
+    async for data in events_of(response.content.iter_any()):
+        yield data
 
 
 def ms(start: float, end: float | None) -> float | None:
@@ -178,6 +187,69 @@ class FirstText:
         return kind == "text" and self._roles.get(message_id) == "assistant"
 
 
+class Prompted:
+    """When OpenCode announced a new user message of a session: the prompt has reached it. Its earlier user messages
+    are announced again after their turns (their summaries), so each message counts once."""
+
+    def __init__(self, seen: set[str]) -> None:
+        self._seen = seen  # the session's user messages already announced, kept across its turns
+        self.at: float | None = None
+
+    def feed(self, at: float, event: dict[str, Any]) -> None:
+        info = (event.get("properties") or {}).get("info") or {}
+        if event.get("type") == "message.updated" and info.get("role") == "user" and info.get("id") not in self._seen:
+            self._seen.add(info.get("id", ""))
+            if self.at is None:
+                self.at = at
+
+
+class Watch:
+    """One wrapped turn as OpenCode's event stream shows it to this process, for the wrapper's delay measured on
+    the very turn it wraps (OpenCode's own spread, 25-113 ms to first text within one run, cancels out). The
+    wrapper's session is the one whose new user message arrives after the watch starts; once its first answer
+    delta is in, only its `session.idle` is looked for, so that a 300-delta burst is not parsed here while the A2A
+    client waits for the same loop."""
+
+    def __init__(self, start: float, own: set[str], seen: set[str]) -> None:
+        self._start = start
+        self._own = own  # the direct client's sessions, whose late events are not this turn's
+        self._session: bytes | None = None  # its id, once known
+        self._prompted = Prompted(seen)
+        self._first = FirstText()
+        self._first_at: float | None = None
+        self._idle_at: float | None = None
+        self.idle = asyncio.Event()  # OpenCode's end of the turn seen here (the A2A client may have had it first)
+
+    def feed(self, at: float, data: bytes) -> None:
+        if self._idle_at is not None or (self._session is not None and self._session not in data):
+            return
+        if self._first_at is not None and b'"session.idle"' not in data:
+            return
+        event = json.loads(data)
+        session = session_of(event)
+        if session is None or session in self._own:
+            return
+        if self._session is None:
+            self._prompted.feed(at, event)
+            if self._prompted.at is None:
+                return  # not yet the wrapped prompt: another session's tail
+            self._session = session.encode()
+        self._first.feed(at, event)
+        if self._first_at is None:
+            self._first_at = self._first.at()
+        if event.get("type") == "session.idle":
+            self._idle_at = at
+            self.idle.set()
+
+    def timing(self, timing: Timing) -> Timing:
+        return replace(
+            timing,
+            backend_prompt=ms(self._start, self._prompted.at),
+            backend_first_text=ms(self._start, self._first_at),
+            backend_done=ms(self._start, self._idle_at),
+        )
+
+
 Stamped = tuple[float, dict[str, Any]]
 
 
@@ -189,6 +261,9 @@ class DirectClient:
         provider_id, _, model_id = model.partition("/")
         self._model = {"providerID": provider_id, "modelID": model_id}
         self._queues: dict[str, asyncio.Queue[Stamped]] = {}
+        self._own: set[str] = set()  # every session this client made
+        self._user_messages: dict[str, set[str]] = {}  # per session, its user messages OpenCode announced
+        self._watch: Watch | None = None
         self.connected = asyncio.Event()
 
     async def listen(self) -> None:
@@ -197,9 +272,11 @@ class DirectClient:
             response.raise_for_status()
             async for data in sse_data(response):
                 at = time.perf_counter()
-                if self.connected.is_set() and not any(session_id in data for session_id in self._queues):
+                if self.connected.is_set() and not any(session_id.encode() in data for session_id in self._queues):
                     # The wrapper's own session shares this OpenCode: a direct client of an OpenCode of its own
                     # would never see those events, and parsing a 300-delta burst here would hold up the wrapper.
+                    if self._watch is not None:
+                        self._watch.feed(at, data)
                     continue
                 event = json.loads(data)
                 if event.get("type") == "server.connected":
@@ -212,11 +289,26 @@ class DirectClient:
     async def new_session(self, title: str) -> str:
         async with self._http.post("session", json={"title": title}) as response:
             response.raise_for_status()
-            return str((await response.json())["id"])
+            session_id = str((await response.json())["id"])
+        self._own.add(session_id)
+        return session_id
+
+    async def watched(self, turn: Awaitable[Timing]) -> Timing:
+        """A wrapped turn, with what OpenCode's event stream showed of it on the way."""
+        watch = self._watch = Watch(time.perf_counter(), self._own, self._user_messages.setdefault("wrapper", set()))
+        try:
+            timing = await turn
+            with suppress(TimeoutError):  # without it the summary names the turns OpenCode's stream did not show
+                async with asyncio.timeout(IDLE_SEEN_TIMEOUT):
+                    await watch.idle.wait()
+            return watch.timing(timing)
+        finally:
+            self._watch = None
 
     async def turn(self, session_id: str, text: str) -> Timing:
         queue = self._queues[session_id] = asyncio.Queue()
         first = FirstText()
+        prompted = Prompted(self._user_messages.setdefault(session_id, set()))
         body = {"parts": [{"type": "text", "text": text}], "model": self._model}
         try:
             start = time.perf_counter()
@@ -225,10 +317,18 @@ class DirectClient:
             while True:
                 at, event = await queue.get()
                 first.feed(at, event)
+                prompted.feed(at, event)
                 if event["type"] == "session.error":
                     raise BenchError(f"OpenCode reported {event['properties'].get('error')}")
                 if event["type"] == "session.idle":
-                    return Timing(cast(float, ms(start, at)), ms(start, first.at()))
+                    done, first_text = cast(float, ms(start, at)), ms(start, first.at())
+                    return Timing(
+                        done,
+                        first_text,
+                        backend_prompt=ms(start, prompted.at),
+                        backend_first_text=first_text,
+                        backend_done=done,
+                    )
         finally:
             del self._queues[session_id]
 
@@ -294,7 +394,7 @@ class Modes:
         series = Series()
         for index in range(warmup + turns):
             direct = await self._timed(self.direct.turn(session_id, text))
-            wrapper = await self._timed(self.wrapper.turn(context_id, text))
+            wrapper = await self._timed(self.direct.watched(self.wrapper.turn(context_id, text)))
             if index >= warmup:
                 series.direct.append(direct)
                 series.wrapper.append(wrapper)
@@ -460,6 +560,18 @@ def first_ms(timings: list[Timing]) -> list[float]:
     return [cast(float, t.first_text) for t in timings]
 
 
+def measured(timings: list[Timing], name: str) -> list[float]:
+    missing = sum(getattr(t, name) is None for t in timings)
+    if missing:
+        raise BenchError(f"OpenCode's event stream did not show {name} for {missing} turns")
+    return [cast(float, getattr(t, name)) for t in timings]
+
+
+def behind_opencode(timings: list[Timing], name: str, backend_name: str) -> float:
+    """p50 over the wrapped turns: how long after OpenCode's event the A2A client had the same news."""
+    return pct([a - b for a, b in zip(measured(timings, name), measured(timings, backend_name), strict=True)], 50)
+
+
 def mean_of(timings: list[Timing], name: str) -> float:
     return statistics.fmean(cast(float, getattr(t, name)) for t in timings)
 
@@ -490,6 +602,18 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
         "wrapper_stream_end_p50": pct([cast(float, t.closed) - t.done for t in warm.wrapper], 50),
         "soak_window": window,
     }
+    # The wrapper's delay on the turns it wraps: handing the prompt to OpenCode (against the direct client's doing
+    # the same), then passing on OpenCode's news. Each summand is free of OpenCode's own spread in time to answer.
+    rows["prompt_warm"] = compare(
+        pct(measured(warm.direct, "backend_prompt"), 50), pct(measured(warm.wrapper, "backend_prompt"), 50)
+    )
+    rows["prompt_first"] = compare(
+        pct(measured(first.direct, "backend_prompt"), 50), pct(measured(first.wrapper, "backend_prompt"), 50)
+    )
+    rows["behind_idle"] = behind_opencode(warm.wrapper, "done", "backend_done")
+    rows["behind_first_text"] = behind_opencode(first.wrapper, "first_text", "backend_first_text")
+    rows["paired_warm_added"] = rows["prompt_warm"]["added"] + rows["behind_idle"]
+    rows["paired_first_text_added"] = rows["prompt_first"]["added"] + rows["behind_first_text"]
     rows["soak_growth_ms"] = rows["soak_last_p50"]["added"] - rows["soak_first_p50"]["added"]
     rows["soak_cpu_growth_ms"] = rows["soak_last_cpu"]["added"] - rows["soak_first_cpu"]["added"]
     rows["pass"] = {
@@ -553,8 +677,24 @@ def render(results: dict[str, Any], summary: dict[str, Any]) -> str:
         *memory_rows(results["memory_before"], results["memory_after"]),
         "",
         f"The wrapper's HTTP stream closes {summary['wrapper_stream_end_p50']:.1f} ms (p50) after its final status.",
+        "",
+        "The wrapper's delay on the turns it wraps, from OpenCode's event stream read here in both modes (p50, ms):",
+        "",
+        "| | trivial turn | first text of a 300-delta reply |",
+        "|---|---:|---:|",
+        f"| from sending to OpenCode's announcing the prompt: direct / wrapper / added | "
+        f"{_triple(summary['prompt_warm'])} | {_triple(summary['prompt_first'])} |",
+        f"| from OpenCode's event (`session.idle` / the first answer delta) to the A2A client's (< 0: it came first) "
+        "| "
+        f"{summary['behind_idle']:+.1f} | {summary['behind_first_text']:+.1f} |",
+        f"| the wrapper's delay, the two together | {summary['paired_warm_added']:+.1f} "
+        f"| {summary['paired_first_text_added']:+.1f} |",
     ]
     return "\n".join(lines)
+
+
+def _triple(row: dict[str, float]) -> str:
+    return f"{row['direct']:.1f} / {row['wrapper']:.1f} / {row['added']:+.1f}"
 
 
 def memory_rows(before: dict[str, float], after: dict[str, float]) -> list[str]:

@@ -10,7 +10,6 @@ A permission request becomes a `Permission` event of the running turn; the callb
 executor's `turn.reply`. A request with no turn to ask (none running in its session) is refused.
 """
 
-import asyncio
 import itertools
 import logging
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from acp.schema import (
 from a2a_wrapper.backends.acp.translate import ToolCache, Verdict, chosen_option, permission, translate, usage_cost
 from a2a_wrapper.backends.kit.pending import PendingReplies
 from a2a_wrapper.backends.kit.router import SessionRouter
+from a2a_wrapper.backends.kit.stream import PacedQueue
 from a2a_wrapper.events import StreamEvent
 
 log = logging.getLogger(__name__)
@@ -38,7 +38,7 @@ PROMPT_ENDED = object()  # put on a channel's queue when the prompt request has 
 class Channel:
     """What one running turn receives: events in order, and the permission requests waiting on it."""
 
-    queue: asyncio.Queue[StreamEvent | object] = field(default_factory=asyncio.Queue)
+    queue: PacedQueue[StreamEvent | object] = field(default_factory=PacedQueue)
     tools: ToolCache = field(default_factory=ToolCache)
     waiting: PendingReplies[Verdict] = field(default_factory=PendingReplies)
     cost: float = 0.0

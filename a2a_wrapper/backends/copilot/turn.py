@@ -26,7 +26,7 @@ from a2a_wrapper.backends.copilot.translate import Translator, call_key
 from a2a_wrapper.backends.kit.abort import wait_stopped
 from a2a_wrapper.backends.kit.pending import PendingReplies
 from a2a_wrapper.backends.kit.prompt_files import content_of, is_inline, name_of
-from a2a_wrapper.backends.kit.stream import as_is, batches
+from a2a_wrapper.backends.kit.stream import PacedQueue, as_is, batches
 from a2a_wrapper.events import Done, Question, StreamEvent
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,7 @@ class CopilotTurn:
         self._host = host
         self._session = session
         self._prompt = prompt
-        self._queue: asyncio.Queue[StreamEvent] = asyncio.Queue()
+        self._queue: PacedQueue[StreamEvent] = PacedQueue()
         self._translator = Translator(host.mcp_servers)
         self._sdk: CopilotSession | None = None
         self._waiting: PendingReplies[Any] = PendingReplies()  # a permission's Decision, a question's text

@@ -14,6 +14,7 @@ import aiohttp
 
 from a2a_wrapper import fast_json
 from a2a_wrapper.backends.base import READ_SLICE
+from a2a_wrapper.backends.kit.stream import PacedQueue
 from a2a_wrapper.backends.opencode.sse_events import sse_data
 from a2a_wrapper.backoff import Backoff, CrashHistory
 
@@ -21,7 +22,7 @@ log = logging.getLogger(__name__)
 
 RECONNECTED = "a2a-wrapper.reconnected"  # synthetic event: events may have been missed
 BACKEND_EXITED = "a2a-wrapper.backend-exited"  # synthetic event: the OpenCode process died
-EventQueue = asyncio.Queue[dict[str, Any]]
+EventQueue = PacedQueue[dict[str, Any]]
 HURRY = 0.003  # seconds after an eager delivery during which every event hands the loop over
 RECONNECT_BACKOFF = Backoff(backoff=0.25, max_backoff=5.0, window=60.0)
 
@@ -31,8 +32,13 @@ class Subscription:
     """One listener's queue. While `eager`, each event is handed over at once (a turn still waiting for its
     first text); after that, events that arrive in a burst reach the listener together."""
 
-    queue: EventQueue = field(default_factory=asyncio.Queue)
+    queue: EventQueue = field(default_factory=lambda: PacedQueue(ends_pace=_may_end_pace))
     eager: bool = True
+
+
+def _may_end_pace(event: dict[str, Any]) -> bool:
+    """Anything but a text delta (an answer's or a reasoning's) may be more than text: it wakes a paced turn."""
+    return event.get("type") != "message.part.delta"
 
 
 def _parsed(data: bytes) -> dict[str, Any]:
