@@ -37,7 +37,8 @@ The CPU used over each turn and its pause, by this process, by the agent's and b
 on a busy machine wall-clock times stretch, but the CPU a mode costs does not. The CPU a mode costs is this
 process's and the agent's together: in direct mode the agent still reads the direct session's events
 (OpenCode sends every subscriber every session's), in wrapper mode this process's direct client still skims
-the wrapper's, so each mode carries the other's reader as it did when both ran in one process.
+the wrapper's (and parses the few that item 4 needs), so each mode carries the other's reader as it did when
+both ran in one process.
 
 Both clients use aiohttp with keep-alive (no TCP set-up is timed) and the same SSE parser, the agent's own.
 
