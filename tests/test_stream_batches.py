@@ -64,30 +64,13 @@ async def test_the_last_text_does_not_wait_out_the_pace_when_an_event_that_goes_
         next_batch = asyncio.ensure_future(anext(stream))
         await asyncio.sleep(0.01)
         assert not next_batch.done()
-        queue.put_nowait(behind)  # ...until this arrives, which ends the wait with it
-        assert await next_batch == (Text(delta=" last"), behind)
-        assert loop.time() - asked < 0.25
-
-
-@pytest.mark.parametrize("behind", [Done(outcome="completed"), TOOL], ids=["the turn's end", "a tool call"])
-async def test_an_event_that_goes_at_once_ends_the_pace_on_arrival_not_at_a_later_look(
-    behind: StreamEvent, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(stream_module, "TEXT_PACE", 0.5)
-    queue: PacedQueue[StreamEvent] = PacedQueue()
-    async with asyncio.timeout(10):
-        stream = batches(queue, as_is)
-        queue.put_nowait(Text(delta="first"))
-        assert await anext(stream) == (Text(delta="first"),)
-        queue.put_nowait(Text(delta=" last"))
-        next_batch = asyncio.ensure_future(anext(stream))
-        await asyncio.sleep(0.01)
         await asyncio.sleep(0)  # the pace is waiting again, whatever woke with the sleep's end
-        queue.put_nowait(behind)
+        queue.put_nowait(behind)  # ...until this arrives, which ends the wait with it, on its arrival:
         for _ in range(5):  # a few turns of the loop, no time: a pace that looked every few ms would still wait
             await asyncio.sleep(0)
         assert next_batch.done()
-        assert next_batch.result() == (Text(delta=" last"), behind)
+        assert await next_batch == (Text(delta=" last"), behind)
+        assert loop.time() - asked < 0.25
 
 
 def test_only_what_may_end_a_pace_wakes_it() -> None:

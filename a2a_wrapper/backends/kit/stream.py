@@ -94,7 +94,7 @@ async def _during_pace(queue: PacedQueue[Item], translate: Translate[Item], pace
         while not queue.empty():
             more = await translate(queue.get_nowait())
             gathered += more
-            if any(not isinstance(event, GATHERED) for event in more):
+            if any(not_gathered(event) for event in more):
                 return gathered
         if loop.time() >= paced_until:
             return gathered
