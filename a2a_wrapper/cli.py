@@ -12,6 +12,7 @@ import click
 from google.protobuf.json_format import MessageToDict
 from pydantic import ValidationError
 
+from a2a_wrapper import event_loop
 from a2a_wrapper.backends import install as installer
 from a2a_wrapper.config.files import describe_errors, load_config
 from a2a_wrapper.config.settings import AgentSettings
@@ -122,7 +123,7 @@ def _load(config_path: Path | None, **flags: Any) -> AgentSettings:
 
 def _run(coroutine: Any) -> None:
     try:
-        asyncio.run(coroutine)
+        event_loop.run(coroutine)
     except KeyboardInterrupt:
         pass
     except WrapperError as exc:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from a2a_wrapper.errors import BackendUnavailable
+from a2a_wrapper.spawn import DEVNULL, PIPE, STDOUT, Spawned, spawn
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +112,7 @@ class ChildProcess:
         self._argv = list(argv)
         self._env = dict(env)
         self._cwd = cwd
-        self._process: asyncio.subprocess.Process | None = None
+        self._process: Spawned | None = None
         self._pump: asyncio.Task[None] | None = None
 
     @property
@@ -135,14 +136,13 @@ class ChildProcess:
     async def start(self, ready_pattern: str | None = None) -> None:
         if ready_pattern is not None:
             self._output.expect(ready_pattern)
-        self._process = await asyncio.create_subprocess_exec(
-            *dying_with_parent(self._argv),
+        self._process = await spawn(
+            dying_with_parent(self._argv),
             cwd=self._cwd,
             env=self._env,
-            stdin=asyncio.subprocess.PIPE if self._stdio else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE if self._stdio else asyncio.subprocess.STDOUT,
-            start_new_session=True,
+            stdin=PIPE if self._stdio else DEVNULL,
+            stdout=PIPE,
+            stderr=PIPE if self._stdio else STDOUT,
             limit=_LINE_LIMIT,
         )
         log.info("[%s] started %s (pid %s)", self.name, Path(self._argv[0]).name, self._process.pid)
@@ -165,6 +165,7 @@ class ChildProcess:
         async for raw in output:
             self._output.line(raw.decode(errors="replace").rstrip())
         code = await self._process.wait()
+        self._process.close()  # the pipe to its stdin, if any: nobody reads it any more
         self._output.exited(code)
         log.info("[%s] pid %s exited with code %s", self.name, self._process.pid, code)
 
@@ -183,6 +184,7 @@ class ChildProcess:
                 log.warning("[%s] pid %s ignored SIGTERM for %.0f s; killing", self.name, process.pid, grace)
         self._signal_group(process.pid, signal.SIGKILL)  # children left behind in the group, if any
         await process.wait()
+        process.close()
         if self._pump is not None:
             await self._pump
 

@@ -23,6 +23,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from a2a_wrapper import event_loop
 from a2a_wrapper.agent import RunningAgent, running_agent
 from a2a_wrapper.backends.opencode.backend import OpenCodeBackend
 from a2a_wrapper.config.settings import AgentSettings
@@ -138,7 +139,7 @@ def _received(control: Connection) -> Any:
 def _main(settings: AgentSettings, control: Connection, log_level: int) -> None:
     logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s agent %(name)s: %(message)s")
     try:
-        asyncio.run(_serve(settings, control))
+        event_loop.run(_serve(settings, control))  # the loop a2a-wrap runs on
     except Exception as exc:  # told to the bench, which raises it there
         control.send(("failed", f"{type(exc).__name__}: {exc}"))
         raise

@@ -1,7 +1,8 @@
 """Fixtures: the real offline model, real OpenCode agents served by uvicorn on free loopback ports."""
 
+import asyncio
 import gc
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from a2a_wrapper import event_loop
 from a2a_wrapper.agent import RunningAgent, running_agent
 from a2a_wrapper.backends.install import find_binary
 from a2a_wrapper.backends.opencode.launch import free_port
@@ -18,6 +20,15 @@ from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSetti
 from a2a_wrapper.offline_model import MODEL_ID, SMALL_MODEL_ID, OfflineModel
 from tests.helpers.postgres import PostgresServer, postgres_binaries, running_postgres
 from tests.helpers.served_app import served_app
+
+
+def pytest_asyncio_loop_factories(
+    config: pytest.Config, item: pytest.Item
+) -> Mapping[str, Callable[[], asyncio.AbstractEventLoop]]:
+    """Async tests run on the loop a2a-wrap runs on; those marked `both_loops` on asyncio's own as well."""
+    if item.get_closest_marker("both_loops"):
+        return {"asyncio": asyncio.new_event_loop, "a2a-wrap's": event_loop.new_event_loop}
+    return {"a2a-wrap's": event_loop.new_event_loop}
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)

@@ -10,11 +10,16 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from a2a_wrapper.process import ChildProcess
+
+pytestmark = pytest.mark.both_loops  # children are started by a2a_wrapper.spawn, alike on either loop
 
 WRAPPER = textwrap.dedent(
     """
     import asyncio, os, sys
+    from a2a_wrapper import event_loop
     from a2a_wrapper.process import ChildProcess
 
     async def main():
@@ -23,7 +28,7 @@ WRAPPER = textwrap.dedent(
         print(child.pid, flush=True)
         await asyncio.sleep(600)
 
-    asyncio.run(main())
+    event_loop.run(main())  # the loop a2a-wrap runs on
     """
 )
 
@@ -81,3 +86,25 @@ async def test_a_child_keeps_its_own_pid_and_process_group(tmp_path: Path) -> No
     finally:
         await child.stop()
     assert not alive(child.pid)
+
+
+async def test_a_stdio_child_talks_over_its_pipes_and_ends_when_its_stdin_closes(tmp_path: Path) -> None:
+    child = ChildProcess("cat", ["sh", "-c", "echo ready >&2; exec cat"], dict(os.environ), tmp_path, stdio=True)
+    await child.start("ready")
+    await child.wait_ready(10)
+    child.stdin.write(b"a line\n" + b"x" * 200_000 + b"\n")  # more than a pipe holds: drain() waits for the child
+    await child.stdin.drain()
+    assert await child.stdout.readline() == b"a line\n"
+    assert len(await child.stdout.readline()) == 200_001
+    child.stdin.close()
+    assert await child.wait() == 0
+    assert await child.stdout.read() == b""
+    await child.stop()
+
+
+async def test_a_child_ended_by_a_signal_exits_with_minus_its_number(tmp_path: Path) -> None:
+    child = ChildProcess("self-killer", ["sh", "-c", "kill -TERM $$"], dict(os.environ), tmp_path)
+    await child.start()
+    assert await child.wait() == -signal.SIGTERM
+    assert not child.running
+    await child.stop()
