@@ -58,9 +58,9 @@ async def spawn(
     stdout: int,
     stderr: int,
     limit: int,
-    start_new_session: bool = True,
 ) -> Spawned:
-    """Starts `argv` (PIPE, DEVNULL or, for stderr, STDOUT for each stream); `limit` bounds a line read from it."""
+    """Starts `argv` in a new session (PIPE, DEVNULL or, for stderr, STDOUT for each stream); `limit` bounds a line
+    read from it."""
     # vfork and exec: as quick as asyncio's own loop is when it starts a child the same way
     popen = subprocess.Popen(  # noqa: ASYNC220
         list(argv),
@@ -70,7 +70,7 @@ async def spawn(
         stdout=stdout,
         stderr=stderr,
         bufsize=0,
-        start_new_session=start_new_session,
+        start_new_session=True,
     )
     loop = asyncio.get_running_loop()
     exited = _exit_of(loop, popen)
