@@ -18,6 +18,7 @@ from a2a.utils._async_queue_compat import QueueShutDown
 
 from a2a_wrapper.frontend.sdk_dispatch import DirectEventQueueSource, use_direct_dispatch
 from a2a_wrapper.frontend.sdk_queues import use_loop_queues
+from a2a_wrapper.loop_queue import LoopQueue
 from tests.helpers.package_source import modules_naming
 from tests.test_sdk_queues import _FiveEvents
 
@@ -26,7 +27,7 @@ def _message(text: str) -> Message:
     return Message(message_id=uuid.uuid4().hex, role=Role.ROLE_USER, parts=[new_text_part(text)])
 
 
-async def _drain(queue: asyncio.Queue[Message]) -> list[str]:
+async def _drain(queue: LoopQueue[Message]) -> list[str]:
     return [(await queue.get()).parts[0].text for _ in range(queue.qsize())]
 
 

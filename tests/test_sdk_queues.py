@@ -1,5 +1,6 @@
-"""a2a-sdk's task queues on asyncio's Queue with 3.13's shutdown (frontend/sdk_queues.py): the semantics the SDK
-relies on, that every queue the SDK makes is one, and that a streamed message still runs through them."""
+"""a2a-sdk's task queues on LoopQueue with 3.13's shutdown (frontend/sdk_queues.py): the semantics the SDK relies
+on, raising the SDK's QueueShutDown, that every queue the SDK makes is one, and that a streamed message still runs
+through them."""
 
 import asyncio
 import uuid
@@ -25,12 +26,12 @@ from a2a.types import (
 )
 from a2a.utils._async_queue_compat import QueueShutDown
 
-from a2a_wrapper.frontend.sdk_queues import SDK_MODULES, LoopQueue, use_loop_queues
+from a2a_wrapper.frontend.sdk_queues import SDK_MODULES, SdkQueue, use_loop_queues
 from tests.helpers.package_source import modules_naming
 
 
 async def test_put_after_shutdown_is_refused_and_get_drains_what_was_queued() -> None:
-    queue: LoopQueue[int] = LoopQueue()
+    queue: SdkQueue[int] = SdkQueue()
     await queue.put(1)
     queue.put_nowait(2)
     queue.shutdown()
@@ -47,15 +48,15 @@ async def test_put_after_shutdown_is_refused_and_get_drains_what_was_queued() ->
 
 async def test_an_empty_queue_still_says_empty_before_shutdown() -> None:
     with pytest.raises(asyncio.QueueEmpty):
-        LoopQueue[int]().get_nowait()
-    full: LoopQueue[int] = LoopQueue(maxsize=1)
+        SdkQueue[int]().get_nowait()
+    full: SdkQueue[int] = SdkQueue(maxsize=1)
     full.put_nowait(1)
     with pytest.raises(asyncio.QueueFull):
         full.put_nowait(2)
 
 
 async def test_immediate_shutdown_drops_the_queued_items_and_releases_join() -> None:
-    queue: LoopQueue[int] = LoopQueue()
+    queue: SdkQueue[int] = SdkQueue()
     for item in range(3):
         queue.put_nowait(item)
     assert queue.get_nowait() == 0  # taken, not yet done: join still waits for it
@@ -71,7 +72,7 @@ async def test_immediate_shutdown_drops_the_queued_items_and_releases_join() -> 
 
 
 async def test_a_getter_waiting_on_an_empty_queue_is_woken_by_shutdown() -> None:
-    queue: LoopQueue[int] = LoopQueue()
+    queue: SdkQueue[int] = SdkQueue()
     getters = [asyncio.create_task(queue.get()) for _ in range(2)]
     await asyncio.sleep(0)
     queue.shutdown()
@@ -81,7 +82,7 @@ async def test_a_getter_waiting_on_an_empty_queue_is_woken_by_shutdown() -> None
 
 
 async def test_a_putter_waiting_on_a_full_queue_is_woken_by_shutdown() -> None:
-    queue: LoopQueue[int] = LoopQueue(maxsize=1)
+    queue: SdkQueue[int] = SdkQueue(maxsize=1)
     queue.put_nowait(1)
     putter = asyncio.create_task(queue.put(2))
     await asyncio.sleep(0)
@@ -92,7 +93,7 @@ async def test_a_putter_waiting_on_a_full_queue_is_woken_by_shutdown() -> None:
 
 
 async def test_a_cancelled_getter_passes_its_wake_up_on() -> None:
-    queue: LoopQueue[int] = LoopQueue()
+    queue: SdkQueue[int] = SdkQueue()
     first, second = asyncio.create_task(queue.get()), asyncio.create_task(queue.get())
     await asyncio.sleep(0)
     queue.put_nowait(7)  # wakes `first`, which is cancelled before it runs
@@ -101,7 +102,7 @@ async def test_a_cancelled_getter_passes_its_wake_up_on() -> None:
 
 
 async def test_a_putter_gets_in_when_room_is_made() -> None:
-    queue: LoopQueue[int] = LoopQueue(maxsize=1)
+    queue: SdkQueue[int] = SdkQueue(maxsize=1)
     queue.put_nowait(1)
     putter = asyncio.create_task(queue.put(2))
     await asyncio.sleep(0)
@@ -119,8 +120,8 @@ async def test_the_sdk_makes_its_queues_as_loop_queues() -> None:
     use_loop_queues()
     source = EventQueueSource()
     sink = await source.tap()
-    assert isinstance(source.queue, LoopQueue) and isinstance(sink.queue, LoopQueue)
-    assert isinstance(active_task.create_async_queue(), LoopQueue)
+    assert isinstance(source.queue, SdkQueue) and isinstance(sink.queue, SdkQueue)
+    assert isinstance(active_task.create_async_queue(), SdkQueue)
     await source.close(immediate=True)
 
 

@@ -18,6 +18,8 @@ from a2a.server.events.event_queue import DEFAULT_MAX_QUEUE_SIZE, Event
 from a2a.server.events.event_queue_v2 import EventQueueSink, EventQueueSource
 from a2a.utils._async_queue_compat import QueueShutDown
 
+from a2a_wrapper.loop_queue import LoopQueue
+
 
 class DirectEventQueueSource(EventQueueSource):
     def __init__(self, max_queue_size: int = DEFAULT_MAX_QUEUE_SIZE, create_default_sink: bool = True) -> None:
@@ -50,7 +52,7 @@ class DirectEventQueueSource(EventQueueSource):
     def _nothing_in_flight(self) -> bool:
         """No event queued at the source, nor taken by its dispatcher and not yet in the sinks."""
         incoming = self._incoming_queue
-        return isinstance(incoming, asyncio.Queue) and not incoming._unfinished_tasks  # type: ignore[attr-defined]
+        return isinstance(incoming, LoopQueue) and not incoming.unfinished
 
     def _delivered_now(self, event: Event) -> bool:
         """Puts the event in every open sink if that needs no wait and nothing is ahead of it; says if it did."""

@@ -25,6 +25,7 @@ from typing import TypeVar
 
 from a2a_wrapper.backends.base import BURST_SLICE, Batch
 from a2a_wrapper.events import Done, StreamEvent, Text, Thought, Usage, coalesce
+from a2a_wrapper.loop_queue import LoopQueue
 
 TEXT_PACE = 0.005  # seconds: at most one chunk of a flowing answer per pace
 GATHERED = (Text, Thought, Usage)  # what the pace holds with the text; any other event ends its wait
@@ -37,7 +38,7 @@ def not_gathered(item: object) -> bool:
     return not isinstance(item, GATHERED)
 
 
-class PacedQueue(asyncio.Queue[Item]):
+class PacedQueue(LoopQueue[Item]):
     """A turn's queue that tells a pace waiting on it when an item arrives that may end the wait (`ends_pace`, for
     the adapter's items before their translation; an item it wrongly passes as gathered waits out the pace, at
     most TEXT_PACE, and is not lost)."""

@@ -22,6 +22,7 @@ from aiohttp import web
 from a2a_wrapper.backends.kit.pending import PendingReplies
 from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.events import Permission
+from a2a_wrapper.loop_queue import LoopQueue
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ ParentOf = Callable[[str], Awaitable[str | None]]
 class HookGate:
     """A running turn's side of the hook: each held call goes on the turn's queue and waits for `settle`."""
 
-    def __init__(self, queue: asyncio.Queue[dict[str, Any]]) -> None:
+    def __init__(self, queue: LoopQueue[dict[str, Any]]) -> None:
         self._queue = queue
         self._replies: PendingReplies[tuple[bool, str]] = PendingReplies()
         self._calls: dict[str, tuple[str, str]] = {}  # permission id -> (session, call id) while it waits
