@@ -1,4 +1,5 @@
-"""OpenCode's event reader hands the loop over after every event just after a turn's first one, else per slice."""
+"""OpenCode's event reader hands the loop over after every event just after a turn's first one, else per slice; only
+while more is ready to read (otherwise its next read waits, which hands the loop over)."""
 
 import asyncio
 
@@ -14,11 +15,11 @@ class Clock:
         return self.now
 
 
-async def handed_over(share: LoopShare, urgent: bool) -> bool:
+async def handed_over(share: LoopShare, urgent: bool, more_ready: bool = True) -> bool:
     """Whether `after` let another callback run."""
     ran: list[bool] = []
     asyncio.get_running_loop().call_soon(ran.append, True)
-    await share.after(urgent=urgent)
+    await share.after(urgent, more_ready)
     return bool(ran)
 
 
@@ -30,7 +31,7 @@ async def test_every_event_hands_the_loop_over_just_after_an_eager_delivery() ->
     clock.now += HURRY / 2
     assert [await handed_over(share, urgent=False) for _ in range(3)] == [True] * 3
     clock.now += HURRY
-    await share.after(urgent=False)  # out of the window: a slice starts
+    await share.after(False, True)  # out of the window: a slice starts
     assert not await handed_over(share, urgent=False)
 
 
@@ -42,3 +43,14 @@ async def test_a_burst_hands_the_loop_over_once_per_slice() -> None:
     clock.now += READ_SLICE
     assert await handed_over(share, urgent=False)
     assert not await handed_over(share, urgent=False)
+
+
+async def test_nothing_ready_to_read_hands_nothing_over_and_starts_a_slice() -> None:
+    clock = Clock()
+    share = LoopShare(clock)
+    assert not await handed_over(share, urgent=True, more_ready=False)  # the next read waits for the socket
+    assert await handed_over(share, urgent=False)  # still hurrying: a buffered event goes at once
+    clock.now += HURRY + READ_SLICE * 2
+    assert not await handed_over(share, urgent=False, more_ready=False)
+    clock.now += READ_SLICE / 2
+    assert not await handed_over(share, urgent=False)  # the read that waited began a slice

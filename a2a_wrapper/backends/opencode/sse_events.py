@@ -26,41 +26,60 @@ _END = b"\n\n"
 
 async def sse_data(chunks: AsyncIterable[bytes], max_event: int = MAX_EVENT) -> AsyncIterator[bytes]:
     """The data of each event in `chunks` (a response body as it arrives)."""
-    pending: list[bytes] = []  # the start of an event not ended yet
-    size = 0
-    carry = b""  # a CR that ended the last chunk: with the next byte it may be one CRLF
-    dropping = False  # inside an event past max_event, until its end
+    splitter = SseSplitter(max_event)
     async for chunk in chunks:
-        if carry or b"\r" in chunk:
-            chunk, carry = _lf_only(carry + chunk)
+        for data in splitter.feed(chunk):
+            yield data
+
+
+class SseSplitter:
+    """Events split from a byte stream fed a chunk at a time: `feed` gives the data of the events each chunk ends."""
+
+    def __init__(self, max_event: int = MAX_EVENT) -> None:
+        self._max_event = max_event
+        self._pending: list[bytes] = []  # the start of an event not ended yet
+        self._size = 0
+        self._carry = b""  # a CR that ended the last chunk: with the next byte it may be one CRLF
+        self._dropping = False  # inside an event past max_event, until its end
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        if self._carry or b"\r" in chunk:
+            chunk, self._carry = _lf_only(self._carry + chunk)
             if not chunk:
-                continue  # a lone CR, held back
+                return []  # a lone CR, held back
+        pending = self._pending
         ends = _END in chunk or (chunk[:1] == b"\n" and pending[-1:] != [] and pending[-1].endswith(b"\n"))
         if not ends:
-            if not dropping:
-                pending.append(chunk)
-                size += len(chunk)
-                dropping = size > max_event
-                if dropping:
-                    _dropped(max_event)
-            if dropping:
-                pending = [b"\n"] if chunk.endswith(b"\n") else []  # the event's end may straddle two chunks
-            continue
+            self._held(chunk)
+            return []
         text = b"".join((*pending, chunk)) if pending else chunk
         events = text.split(_END)
-        if dropping:
+        if self._dropping:
             del events[0]  # the rest of the dropped event
         rest = events.pop()
+        datas = []
         for event in events:
-            if len(event) > max_event:
-                _dropped(max_event)
+            if len(event) > self._max_event:
+                _dropped(self._max_event)
             elif (data := _data(event)) is not None:
-                yield data
-        dropping = len(rest) > max_event
-        if dropping:
-            _dropped(max_event)
+                datas.append(data)
+        self._dropping = len(rest) > self._max_event
+        if self._dropping:
+            _dropped(self._max_event)
             rest = b"\n" if rest.endswith(b"\n") else b""
-        pending, size = ([rest], len(rest)) if rest else ([], 0)
+        self._pending, self._size = ([rest], len(rest)) if rest else ([], 0)
+        return datas
+
+    def _held(self, chunk: bytes) -> None:
+        """A chunk that ends no event: kept as the start of one, unless that event is past max_event."""
+        if not self._dropping:
+            self._pending.append(chunk)
+            self._size += len(chunk)
+            self._dropping = self._size > self._max_event
+            if self._dropping:
+                _dropped(self._max_event)
+        if self._dropping:
+            self._pending = [b"\n"] if chunk.endswith(b"\n") else []  # the event's end may straddle two chunks
 
 
 def _dropped(max_event: int) -> None:

@@ -1,0 +1,85 @@
+"""OpenCode's event reader (backends/opencode/event_stream.py) over a real SSE response on 127.0.0.1: each event
+comes with whether more is ready to read, so the reader hands the loop over only when a read would not."""
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import aiohttp
+from aiohttp import web
+
+from a2a_wrapper.backends.opencode.event_stream import EventStream
+
+
+def sse(*types: str) -> bytes:
+    return b"".join(b"data: " + json.dumps({"type": kind, "properties": {}}).encode() + b"\n\n" for kind in types)
+
+
+@asynccontextmanager
+async def serving(chunks: list[bytes], next_chunk: asyncio.Event) -> AsyncIterator[str]:
+    """An `/event` stream that writes each chunk once `next_chunk` is set (the first at once); a chunk that ends no
+    event is followed by the next one 50 ms later, in a read of its own."""
+
+    async def events(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        for index, chunk in enumerate(chunks):
+            await response.write(chunk)
+            if index == len(chunks) - 1:
+                break
+            if chunk.endswith(b"\n\n"):
+                await next_chunk.wait()
+                next_chunk.clear()
+            else:
+                await asyncio.sleep(0.05)
+        return response
+
+    app = web.Application()
+    app.router.add_get("/event", events)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        await runner.cleanup()
+
+
+async def test_each_event_says_whether_more_is_ready_to_read() -> None:
+    next_chunk = asyncio.Event()
+    chunks = [sse("a", "b"), sse("c"), sse("d")[:10], sse("d")[10:] + sse("e")]
+    seen: list[tuple[str, bool]] = []
+    async with (
+        serving(chunks, next_chunk) as url,
+        aiohttp.ClientSession(base_url=url) as http,
+    ):
+        async with asyncio.timeout(5):
+            async for event, more_ready in EventStream("test", http)._events():
+                seen.append((event["type"], more_ready))
+                if not more_ready:
+                    next_chunk.set()  # the server writes the next chunk only once this one is read
+                if event["type"] == "e":
+                    break
+    # a and b came in one chunk: after a, b is ready; after the rest of a chunk, nothing is until the server writes
+    assert seen == [("a", True), ("b", False), ("c", False), ("d", True), ("e", False)]
+
+
+async def test_bytes_received_while_a_chunk_is_in_hand_count_as_ready() -> None:
+    next_chunk = asyncio.Event()
+    seen: list[tuple[str, bool]] = []
+    async with (
+        serving([sse("a", "b"), sse("c")], next_chunk) as url,
+        aiohttp.ClientSession(base_url=url) as http,
+    ):
+        async with asyncio.timeout(5):
+            events = EventStream("test", http)._events()
+            seen.append(await anext(events))
+            next_chunk.set()
+            await asyncio.sleep(0.2)  # c arrives while b is still in hand: buffered, not read yet
+            seen.append(await anext(events))
+            seen.append(await anext(events))
+            await events.aclose()
+    assert [(event["type"], more_ready) for event, more_ready in seen] == [("a", True), ("b", True), ("c", False)]
