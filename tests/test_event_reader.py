@@ -83,3 +83,37 @@ async def test_bytes_received_while_a_chunk_is_in_hand_count_as_ready() -> None:
             seen.append(await anext(events))
             await events.aclose()
     assert [(event["type"], more_ready) for event, more_ready in seen] == [("a", True), ("b", True), ("c", False)]
+
+
+def opencode_event(kind: str, session_id: str, **properties: object) -> dict[str, object]:
+    return {"type": kind, "properties": {"sessionID": session_id, **properties}}
+
+
+async def test_a_turn_is_given_only_the_events_it_translates_and_a_subagents_reach_its_parent() -> None:
+    async with aiohttp.ClientSession() as http:
+        stream = EventStream("test", http)
+        subscription = stream.subscribe("ses_parent")
+        child_created = {
+            "type": "session.updated",
+            "properties": {"info": {"id": "ses_child", "parentID": "ses_parent"}},
+        }
+        events = [
+            opencode_event("session.status", "ses_parent", status={"type": "busy"}),
+            opencode_event("message.updated", "ses_parent", info={"id": "msg_1", "role": "user"}),
+            child_created,
+            opencode_event("session.diff", "ses_parent", diff=[]),
+            opencode_event("permission.asked", "ses_child", id="per_1"),
+            opencode_event("message.part.delta", "ses_parent", partID="prt_1", delta="hi"),
+            opencode_event("session.idle", "ses_parent"),
+            opencode_event("session.idle", "ses_other"),
+        ]
+        for event in events:
+            stream._route(event)
+        delivered = [subscription.queue.get_nowait() for _ in range(subscription.queue.qsize())]
+    assert [(event["type"], event.get("child", False)) for event in delivered] == [
+        ("message.updated", False),
+        ("permission.asked", True),
+        ("message.part.delta", False),
+        ("session.idle", False),
+    ]
+    assert stream.parent_of("ses_child") == "ses_parent"

@@ -16,6 +16,7 @@ from a2a_wrapper import fast_json
 from a2a_wrapper.backends.base import READ_SLICE
 from a2a_wrapper.backends.kit.stream import PacedQueue
 from a2a_wrapper.backends.opencode.sse_events import SseSplitter
+from a2a_wrapper.backends.opencode.translate import TRANSLATED
 from a2a_wrapper.backoff import Backoff, CrashHistory
 
 log = logging.getLogger(__name__)
@@ -172,11 +173,12 @@ class EventStream:
     def _route(self, event: dict[str, Any]) -> bool:
         """Delivers the event; True if an eager listener with nothing left to do (so waiting) got it."""
         kind = event.get("type", "")
-        if kind == "server.connected":
+        if kind in ("session.created", "session.updated"):
+            info = (event.get("properties") or {}).get("info") or {}
+            if info.get("parentID"):
+                self._parents[info["id"]] = info["parentID"]
+        if kind not in TRANSLATED:  # what no turn reads (the server's hello, a session's status or diff, ...)
             return False
-        info = (event.get("properties") or {}).get("info") or {}
-        if kind in ("session.created", "session.updated") and info.get("parentID"):
-            self._parents[info["id"]] = info["parentID"]
         session_id = session_of(event)
         if session_id is None:
             return False

@@ -297,3 +297,10 @@ def _diffs(arguments: dict[str, Any], metadata: dict[str, Any]) -> tuple[FileDif
     if not diff or not path:
         return ()
     return (FileDiff(path=str(path), diff=str(diff)),)
+
+
+# The event types a turn reads (Translator.feed's handlers): the event stream delivers no others, so a session's
+# status, diff and summary updates (7 of a trivial turn's ~20 events) wake no turn.
+TRANSLATED = frozenset(
+    name.removeprefix("_on_").replace("_", ".") for name in vars(Translator) if name.startswith("_on_")
+)
