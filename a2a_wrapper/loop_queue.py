@@ -1,6 +1,6 @@
 """A FIFO queue for one event loop, with Python 3.13's `shutdown`, at a fraction of asyncio.Queue's calls.
 
-asyncio.Queue (pure Python before 3.14) spends five to seven calls of its own on each put and get: `full` calls
+asyncio.Queue, written in Python, spends five to seven calls of its own on each put and get: `full` calls
 `qsize`, `_put` and `_get` are hooks for its subclasses, `_wakeup_next` runs even with nobody waiting, and every put
 clears the Event that `join` waits on. A trivial A2A turn passes ~35 items through the turn's queue and a2a-sdk's
 (frontend/sdk_queues.py), and asyncio's queues and locks made ~790 of the agent's ~6,400 Python calls a turn. Here
@@ -91,7 +91,12 @@ class LoopQueue(Generic[Item]):
         if self._unfinished:
             joiner = asyncio.get_running_loop().create_future()
             self._joiners.append(joiner)
-            await joiner
+            try:
+                await joiner
+            except BaseException:  # a cancelled join leaves nothing behind
+                if joiner in self._joiners:
+                    self._joiners.remove(joiner)
+                raise
 
     def shutdown(self, immediate: bool = False) -> None:
         """From now on a put raises; a get raises once the queue is empty. `immediate` also drops what is queued,

@@ -117,3 +117,17 @@ async def test_shutdown_refuses_puts_and_ends_gets_once_drained() -> None:
         queue.get_nowait()
     with pytest.raises(QueueShutDown):
         await asyncio.wait_for(getter, 1)
+
+
+async def test_a_cancelled_join_leaves_nothing_behind_and_others_still_return() -> None:
+    queue = LoopQueue[int]()
+    queue.put_nowait(1)
+    cancelled, waiting = asyncio.create_task(queue.join()), asyncio.create_task(queue.join())
+    await asyncio.sleep(0)
+    cancelled.cancel()
+    await asyncio.gather(cancelled, return_exceptions=True)
+    assert len(queue._joiners) == 1
+    queue.get_nowait()
+    queue.task_done()
+    await asyncio.wait_for(waiting, 1)
+    assert not queue._joiners
