@@ -59,7 +59,7 @@ class LoopQueue(Generic[Item]):
             _wake_first(self._getters)
 
     async def put(self, item: Item) -> None:
-        while 0 < self.maxsize <= len(self._items):
+        while self.full():
             if self._shut:
                 raise self.shut_down
             await self._wait(self._putters)

@@ -25,6 +25,7 @@ from tests.helpers.a2a_wire import (
     task_answer,
     user_message,
 )
+from tests.helpers.aiohttp_served import aiohttp_served
 from tests.helpers.tool_messages import answer_params, bash_params
 
 pytestmark = pytest.mark.slow
@@ -226,19 +227,14 @@ async def test_the_same_trajectory_with_and_without_the_shield(
 
     app = web.Application()
     app.router.add_get("/{tail:.*}", page)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    steps = [
-        json.dumps({"command": "echo written > side-effect.txt"}),
-        json.dumps({"url": f"http://127.0.0.1:{port}/secret-page"}),
-    ]
-    prompt = f"[[tool:bash {steps[0]}]] [[tool:webfetch {steps[1]}]]"
     deny_all = ShieldConfig.model_validate({"defaults": {"execute": "deny", "delete": "deny", "network": "deny"}})
-    try:
-        outcomes = {}
+    outcomes = {}
+    async with aiohttp_served(app) as port:
+        steps = [
+            json.dumps({"command": "echo written > side-effect.txt"}),
+            json.dumps({"url": f"http://127.0.0.1:{port}/secret-page"}),
+        ]
+        prompt = f"[[tool:bash {steps[0]}]] [[tool:webfetch {steps[1]}]]"
         # Open: every tool call allowed, and no sandbox (the page is on the host's loopback, which it hides).
         open_fields = {"auto_approve": True, "runtime": ProcessRuntime()}
         for name, fields in (("open", open_fields), ("shielded", {"shield": deny_all})):
@@ -248,8 +244,6 @@ async def test_the_same_trajectory_with_and_without_the_shield(
                 assert final_state(events) == "TASK_STATE_COMPLETED"
                 outcomes[name] = ((served.workdir / "side-effect.txt").exists(), list(fetched))
                 fetched.clear()
-    finally:
-        await runner.cleanup()
     assert outcomes["open"] == (True, ["/secret-page"])
     assert outcomes["shielded"] == (False, []), "the file is not written and the URL not fetched"
 

@@ -10,6 +10,7 @@ import aiohttp
 from aiohttp import web
 
 from a2a_wrapper.backends.opencode.event_stream import EventStream
+from tests.helpers.aiohttp_served import aiohttp_served
 
 
 def sse(*types: str) -> bytes:
@@ -37,15 +38,8 @@ async def serving(chunks: list[bytes], next_chunk: asyncio.Event) -> AsyncIterat
 
     app = web.Application()
     app.router.add_get("/event", events)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    try:
+    async with aiohttp_served(app) as port:
         yield f"http://127.0.0.1:{port}/"
-    finally:
-        await runner.cleanup()
 
 
 async def test_each_event_says_whether_more_is_ready_to_read() -> None:

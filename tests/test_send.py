@@ -33,6 +33,7 @@ from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSetti
 from a2a_wrapper.shield import ShieldConfig
 from tests.conftest import ServedAgent, SettingsFactory, serving
 from tests.helpers.acp_fixtures import acp_copilot_backend
+from tests.helpers.aiohttp_served import aiohttp_served
 from tests.helpers.auth import AUTH, KEYS
 from tests.helpers.send_process import read_until, started
 from tests.helpers.tool_messages import bash_directive
@@ -195,16 +196,10 @@ async def test_unreachable_agents_and_invalid_cards_are_one_line_errors() -> Non
     app = web.Application()
     app.router.add_get("/.well-known/agent-card.json", not_json)
     app.router.add_get("/card.json", bad_card)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    try:
+    async with aiohttp_served(app) as port:
         text = await a2a_send(f"http://127.0.0.1:{port}", "hello")
         wrong = await a2a_send(f"http://127.0.0.1:{port}/card.json", "hello")
         missing = await a2a_send(f"http://127.0.0.1:{port}/elsewhere", "hello")
-    finally:
-        await runner.cleanup()
     for sent in (text, wrong, missing):
         assert sent.code == 1 and len(sent.stderr.strip().splitlines()) == 1, sent.stderr
     assert text.stderr.startswith(f"Error: invalid agent card at http://127.0.0.1:{port}/.well-known/agent-card")
@@ -321,13 +316,10 @@ async def gateway(upstream: str, port: int) -> AsyncIterator[Gateway]:
 
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", forward)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
     try:
-        yield Gateway(f"http://127.0.0.1:{port}", seen)
+        async with aiohttp_served(app, port):
+            yield Gateway(f"http://127.0.0.1:{port}", seen)
     finally:
-        await runner.cleanup()
         await http.aclose()
 
 
