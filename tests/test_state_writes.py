@@ -17,7 +17,7 @@ from sqlalchemy import Engine, event, text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from a2a_wrapper.push.store import PushConfigs
-from a2a_wrapper.state import task_store
+from a2a_wrapper.state import message_ledger, task_store
 from a2a_wrapper.state.database import open_database, open_on_loop, writing
 from a2a_wrapper.state.message_ledger import RETENTION, MessageKey, MessageLedger
 from a2a_wrapper.state.task_rows import sdk_row, task_upsert
@@ -199,6 +199,44 @@ async def test_a_claim_rides_with_the_task_writer_and_a_retry_gets_the_first_tas
     await ledger.forget(key, "task-4")  # forgotten before it was written: never written
     await writer.flush()
     assert await kept_claims(engine) == ["task-3"]
+
+
+def ledger_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The statements a ledger made from here on hands its own connection to the file."""
+    seen: list[str] = []
+
+    def traced(engine: AsyncEngine, isolation_level: Any = None) -> sqlite3.Connection:
+        connection = open_on_loop(engine, isolation_level)
+        connection.set_trace_callback(lambda statement: seen.append(statement.split()[0]))
+        return connection
+
+    monkeypatch.setattr(message_ledger, "open_on_loop", traced)
+    return seen
+
+
+async def test_a_new_message_is_claimed_without_a_read_and_a_retry_reads_its_row(
+    engine: AsyncEngine, writer: WriteBehindTaskStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    earlier = MessageKey("caller", "ctx", "m-0")
+    first = MessageLedger(engine, writer)
+    await first.initialize()
+    assert await first.claim(earlier, "task-0") is None
+    await writer.flush()
+    first.close()
+    reads = ledger_reads(monkeypatch)
+    ledger = MessageLedger(engine, writer)  # a restart: the keys in the file are known from the start
+    await ledger.initialize()
+    try:
+        reads.clear()
+        key = MessageKey("caller", "ctx", "m-1")
+        assert await ledger.claim(key, "task-1") is None
+        assert reads == []
+        await writer.flush()
+        assert await ledger.claim(key, "task-2") == "task-1"
+        assert await ledger.claim(earlier, "task-3") == "task-0"
+        assert reads == ["SELECT", "SELECT"]  # each retry reads its row: it may have expired
+    finally:
+        ledger.close()
 
 
 async def test_a_claim_of_an_earlier_run_is_honoured_after_a_restart(

@@ -9,8 +9,10 @@ A claim is on the path of every message. On SQLite it is decided on the loop: a 
 until it is written, one from an earlier run is read by its key (database.py, `open_on_loop`), and a new one
 rides with the task writer's next transaction, a moment later (write_behind.py), instead of a commit of its own
 before the turn starts. A crash in that moment loses the claim with the task it names (that task's row is not
-written yet either), so the retry runs again, as it would have found its task gone before. On PostgreSQL one
-statement on the engine claims the key (a retry on another replica finds the entry too).
+written yet either), so the retry runs again, as it would have found its task gone before. One process serves a state
+folder (lock.py), so the keys the table holds are known in memory too (read at start and after each prune, added
+as written): a new key, nearly every message, is decided without a query. On PostgreSQL one statement on the
+engine claims the key (a retry on another replica finds the entry too).
 """
 
 import sqlite3
@@ -60,6 +62,7 @@ class MessageLedger:
         self._pruned = 0.0
         self._db: sqlite3.Connection | None = None
         self._unwritten: dict[MessageKey, tuple[str, float]] = {}  # SQLite: claims not yet written, by key
+        self._stored: set[MessageKey] = set()  # SQLite: every key the table holds (fresh or not yet pruned)
 
     async def initialize(self) -> None:
         """The schema brought up to date (migrations.py), old entries pruned; on SQLite, its loop connection and
@@ -70,6 +73,7 @@ class MessageLedger:
             if self._writer is None:
                 raise ValueError("a ledger on SQLite needs the task writer its claims ride with")
             self._db = open_on_loop(self._engine)
+            self._stored = self._stored_keys()
             self._writer.carry(self)
 
     def close(self) -> None:
@@ -88,9 +92,10 @@ class MessageLedger:
         held = self._unwritten.get(key)
         if held is not None:  # a retry of a claim this run made, not written yet
             return held[0]
-        row = self._db.execute(_FRESH, {**values, "cutoff": now - RETENTION}).fetchone()
-        if row is not None:  # a retry: the row the first attempt made
-            return str(row[0])
+        if key in self._stored:
+            row = self._db.execute(_FRESH, {**values, "cutoff": now - RETENTION}).fetchone()
+            if row is not None:  # a retry: the row the first attempt made
+                return str(row[0])
         self._unwritten[key] = (task_id, now)
         self._writer.wake()
         return None
@@ -122,7 +127,9 @@ class MessageLedger:
 
     def written(self, rows: list[Row]) -> None:
         for caller, context_id, message_id, task_id, _ in rows:
-            self._drop_unwritten(MessageKey(caller, context_id, message_id), task_id)
+            key = MessageKey(caller, context_id, message_id)
+            self._stored.add(key)
+            self._drop_unwritten(key, task_id)
 
     def _drop_unwritten(self, key: MessageKey, task_id: str) -> None:
         """The key's claim leaves memory if it still names `task_id` (a later claim of the key stays)."""
@@ -135,3 +142,10 @@ class MessageLedger:
             await db.execute(
                 text("DELETE FROM message_ledger WHERE accepted < :cutoff"), {"cutoff": self._pruned - RETENTION}
             )
+        if self._db is not None:
+            self._stored = self._stored_keys()
+
+    def _stored_keys(self) -> set[MessageKey]:
+        assert self._db is not None
+        rows = self._db.execute("SELECT caller, context_id, message_id FROM message_ledger")
+        return {MessageKey(*row) for row in rows}
