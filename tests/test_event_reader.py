@@ -4,11 +4,13 @@ comes with whether more is ready to read, so the reader hands the loop over only
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 
 import aiohttp
+import pytest
 from aiohttp import web
 
+from a2a_wrapper.backends.opencode import event_stream
 from a2a_wrapper.backends.opencode.event_stream import EventStream
 from tests.helpers.aiohttp_served import aiohttp_served
 
@@ -111,3 +113,61 @@ async def test_a_turn_is_given_only_the_events_it_translates_and_a_subagents_rea
         ("session.idle", False),
     ]
     assert stream.parent_of("ses_child") == "ses_parent"
+
+
+@asynccontextmanager
+async def beating(interval: float | None) -> AsyncIterator[str]:
+    """An `/event` stream that sends one event, then a heartbeat every `interval` seconds (None: nothing more)."""
+    over = asyncio.Event()
+
+    async def events(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await response.write(sse("server.connected"))
+        while not over.is_set():
+            with suppress(TimeoutError):
+                await asyncio.wait_for(over.wait(), interval)
+            if interval is not None:
+                await response.write(sse("server.heartbeat"))
+        return response
+
+    app = web.Application()
+    app.router.add_get("/event", events)
+    async with aiohttp_served(app) as port:
+        try:
+            yield f"http://127.0.0.1:{port}/"
+        finally:
+            over.set()
+
+
+async def read_for(url: str, seconds: float) -> tuple[list[str], BaseException | None, float]:
+    """The event types read from the stream within `seconds`, the error that ended the reading (None: time ran
+    out), and when it ended."""
+    seen: list[str] = []
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    async with aiohttp.ClientSession(base_url=url) as http:
+        try:
+            async with asyncio.timeout(seconds) as deadline:
+                async for event, _ in EventStream("test", http)._events():
+                    seen.append(event["type"])
+        except TimeoutError as exc:
+            if deadline.expired():
+                return seen, None, loop.time() - start
+            return seen, exc, loop.time() - start
+    return seen, None, loop.time() - start
+
+
+async def test_a_server_that_falls_silent_is_given_up_after_the_bound_and_one_that_beats_is_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(event_stream, "SILENCE", 0.3)
+    async with beating(None) as url:
+        seen, error, after = await read_for(url, 2)
+    assert seen == ["server.connected"]
+    assert str(error) == "no byte from the server for 0.3 s"
+    assert after >= 0.3  # not before the bound
+    async with beating(0.05) as url:
+        seen, error, _ = await read_for(url, 1)
+    assert error is None  # still reading when the time ran out
+    assert seen.count("server.heartbeat") > 5

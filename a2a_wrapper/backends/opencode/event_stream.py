@@ -26,6 +26,7 @@ BACKEND_EXITED = "a2a-wrapper.backend-exited"  # synthetic event: the OpenCode p
 EventQueue = PacedQueue[dict[str, Any]]
 HURRY = 0.003  # seconds after an eager delivery during which every event hands the loop over
 RECONNECT_BACKOFF = Backoff(backoff=0.25, max_backoff=5.0, window=60.0)
+SILENCE = 45.0  # seconds without a byte before the stream counts as lost (OpenCode's heartbeat comes every ~10 s)
 
 
 @dataclass(eq=False)
@@ -86,6 +87,32 @@ class LoopShare:
         elif now < self._hurry_until or now - self._yielded > READ_SLICE:
             self._yielded = now
             await asyncio.sleep(0)
+
+
+class SilenceWatch:
+    """Ends a stream whose server fell silent: its reader raises TimeoutError once no byte came for `bound` seconds
+    (found within a third of it more). A look every third of the bound, where aiohttp's `sock_read` timeout cancels
+    and schedules a timer for every chunk read (~7 a trivial turn)."""
+
+    def __init__(self, content: aiohttp.StreamReader, bound: float) -> None:
+        self._content = content
+        self._bound = bound
+        self._loop = asyncio.get_running_loop()
+        self._seen = content.total_bytes
+        self._changed = self._loop.time()
+        self._timer = self._loop.call_later(bound / 3, self._look)
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+    def _look(self) -> None:
+        now = self._loop.time()
+        if self._content.total_bytes != self._seen:
+            self._seen, self._changed = self._content.total_bytes, now
+        elif now - self._changed >= self._bound:
+            self._content.set_exception(TimeoutError(f"no byte from the server for {self._bound:g} s"))
+            return
+        self._timer = self._loop.call_later(self._bound / 3, self._look)
 
 
 class EventStream:
@@ -152,23 +179,27 @@ class EventStream:
     async def _events(self) -> AsyncIterator[tuple[dict[str, Any], bool]]:
         """Each event, and whether more is ready to read without waiting (more events in the chunk it came in, or
         bytes received since)."""
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=5, sock_read=45)  # heartbeats every ~10 s
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=5)  # silence is SilenceWatch's
         async with self._http.get("/event", timeout=timeout) as response:
             response.raise_for_status()
             content = response.content
+            silence = SilenceWatch(content, SILENCE)
             splitter = SseSplitter()
             read = 0
-            async for chunk in content.iter_any():
-                read += len(chunk)
-                datas = splitter.feed(chunk)
-                last = len(datas) - 1
-                for index, data in enumerate(datas):
-                    try:
-                        event = _parsed(data)
-                    except ValueError:
-                        log.warning("[%s] unreadable event skipped", self._name)
-                        continue
-                    yield event, index < last or content.total_bytes > read
+            try:
+                async for chunk in content.iter_any():
+                    read += len(chunk)
+                    datas = splitter.feed(chunk)
+                    last = len(datas) - 1
+                    for index, data in enumerate(datas):
+                        try:
+                            event = _parsed(data)
+                        except ValueError:
+                            log.warning("[%s] unreadable event skipped", self._name)
+                            continue
+                        yield event, index < last or content.total_bytes > read
+            finally:
+                silence.cancel()
 
     def _route(self, event: dict[str, Any]) -> bool:
         """Delivers the event; True if an eager listener with nothing left to do (so waiting) got it."""
