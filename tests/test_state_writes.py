@@ -7,6 +7,7 @@ import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -99,16 +100,17 @@ def test_the_row_holds_what_the_sdks_model_holds(make: Any) -> None:
     assert sdk_row(task, "owner") == expected
 
 
-def writer_statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The statements the task writer's loop connection runs from now on (its first word each)."""
+def loop_statements(monkeypatch: pytest.MonkeyPatch, opener: ModuleType) -> list[str]:
+    """The statements run from now on on the loop connections `opener` opens (its first word each): the task
+    writer's (task_store) or the ledger's (message_ledger)."""
     seen: list[str] = []
 
-    def traced(engine: AsyncEngine, isolation_level: Any) -> sqlite3.Connection:
+    def traced(engine: AsyncEngine, isolation_level: Any = None) -> sqlite3.Connection:
         connection = open_on_loop(engine, isolation_level)
         connection.set_trace_callback(lambda statement: seen.append(statement.split()[0]))
         return connection
 
-    monkeypatch.setattr(task_store, "open_on_loop", traced)
+    monkeypatch.setattr(opener, "open_on_loop", traced)
     return seen
 
 
@@ -121,7 +123,7 @@ async def test_the_writer_persists_every_task_it_holds_in_one_transaction(
     tasks = [a_task(f"task-{index}") for index in range(5)]
     for task in tasks:
         await store.save(task, CALLER)
-    seen = writer_statements(monkeypatch)
+    seen = loop_statements(monkeypatch, task_store)
     with statements() as through_the_engine:
         await store.close()
     assert seen == ["BEGIN", *["INSERT"] * len(tasks), "COMMIT"]  # one statement's rows, in one transaction
@@ -201,19 +203,6 @@ async def test_a_claim_rides_with_the_task_writer_and_a_retry_gets_the_first_tas
     assert await kept_claims(engine) == ["task-3"]
 
 
-def ledger_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The statements a ledger made from here on hands its own connection to the file."""
-    seen: list[str] = []
-
-    def traced(engine: AsyncEngine, isolation_level: Any = None) -> sqlite3.Connection:
-        connection = open_on_loop(engine, isolation_level)
-        connection.set_trace_callback(lambda statement: seen.append(statement.split()[0]))
-        return connection
-
-    monkeypatch.setattr(message_ledger, "open_on_loop", traced)
-    return seen
-
-
 async def test_a_new_message_is_claimed_without_a_read_and_a_retry_reads_its_row(
     engine: AsyncEngine, writer: WriteBehindTaskStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -223,7 +212,7 @@ async def test_a_new_message_is_claimed_without_a_read_and_a_retry_reads_its_row
     assert await first.claim(earlier, "task-0") is None
     await writer.flush()
     first.close()
-    reads = ledger_reads(monkeypatch)
+    reads = loop_statements(monkeypatch, message_ledger)
     ledger = MessageLedger(engine, writer)  # a restart: the keys in the file are known from the start
     await ledger.initialize()
     try:
@@ -264,7 +253,7 @@ async def test_a_claim_is_committed_with_the_tasks_in_one_transaction(
     store = WriteBehindTaskStore(database, engine, set())
     ledger = MessageLedger(engine, store)
     await ledger.initialize()
-    seen = writer_statements(monkeypatch)
+    seen = loop_statements(monkeypatch, task_store)
     assert await ledger.claim(MessageKey("", "ctx", "m-1"), "task-1") is None
     await store.save(a_task("task-1"), CALLER)
     await store.close()
