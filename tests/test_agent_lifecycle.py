@@ -13,7 +13,7 @@ import yaml
 
 from a2a_wrapper.offline_model import OfflineModel
 from tests.conftest import SettingsFactory
-from tests.helpers.a2a_wire import rpc, status_text, stream, user_message
+from tests.helpers.a2a_wire import final_state, rpc, status_text, stream, task_answer, user_message
 from tests.helpers.model_prompts import marker, wait_until_the_model_receives
 from tests.helpers.serve_process import serve_config, start_serve, wait_healthy
 
@@ -70,6 +70,30 @@ async def test_killed_wrapper_leaves_no_backend_and_its_task_ends_failed(
         task = (await rpc(http, url + "/a2a/jsonrpc", "GetTask", {"id": started["id"]}))["result"]
         assert task["status"]["state"] == "TASK_STATE_FAILED"
         assert "restarted while this task was running" in status_text(task["status"])
+    finally:
+        process.send_signal(signal.SIGTERM)
+        await process.wait()
+
+
+async def test_a_task_that_ended_is_on_disk_when_its_stream_ends(
+    make_settings: SettingsFactory, tmp_path: Path, http: httpx.AsyncClient
+) -> None:
+    """Killed as soon as a stream has closed, the agent started again shows that task as the stream ended it, not
+    as the recovery of unfinished tasks would (failed, "restarted while this task was running")."""
+    config = write_config(tmp_path / "agent.yaml", make_settings())
+    url = f"http://127.0.0.1:{yaml.safe_load(config.read_text())['server']['port']}"
+    process = await start_serve(config)
+    try:
+        await wait_healthy(http, url)
+        events = await stream(http, url + "/a2a/jsonrpc", {"message": user_message("kept at once")})
+        process.kill()
+        await process.wait()
+        assert final_state(events) == "TASK_STATE_COMPLETED"
+        process = await start_serve(config)
+        await wait_healthy(http, url)
+        task = (await rpc(http, url + "/a2a/jsonrpc", "GetTask", {"id": events[0]["task"]["id"]}))["result"]
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED", json.dumps(task["status"])
+        assert task_answer(task) == "Offline model reply: kept at once"
     finally:
         process.send_signal(signal.SIGTERM)
         await process.wait()

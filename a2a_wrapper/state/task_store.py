@@ -2,8 +2,12 @@
 
 a2a-sdk saves the whole task on every event (each streamed chunk) before passing the event on; a
 database commit there puts a write on the path of every chunk. Here `save` only records the newest
-version and wakes a writer that persists, a moment later, the latest version of each task. Reads of a task
-with an unwritten version are answered from memory; listing waits for the writer first. `close`
+version and wakes a writer that persists the latest version of each task: a moment later (WRITE_DELAY) while
+the task runs, so that its chunks go in one write, and at once when the version is one the task rests in (ended,
+or waiting for a person: where its stream ends), once the event that caused the save has gone to its client.
+That write is then on disk as the stream ends, and it runs while what it reads is still in the CPU's caches: a
+trivial turn's write took ~0.8 ms of the agent's CPU 0.1 s after its last event, and ~0.45 ms right after it.
+Reads of a task with an unwritten version are answered from memory; listing waits for the writer first. `close`
 writes whatever is left. Other stores' rows may ride in its transactions (write_behind.py: the ledger's claims).
 The writes run on the loop, on a SQLite connection of the store's own (database.py: no thread hand-offs;
 task_rows.py: the SDK's row, by sqlite3 itself), and every CHECKPOINT_EVERY of them the WAL is checkpointed on
@@ -18,11 +22,13 @@ chunks is still one string to redact.
 """
 
 import asyncio
+import contextlib
 import logging
 import sqlite3
 from dataclasses import dataclass
 from functools import partial
 
+from a2a.server.agent_execution.active_task import INTERRUPTED_TASK_STATES, TERMINAL_TASK_STATES
 from a2a.server.context import ServerCallContext
 from a2a.server.owner_resolver import OwnerResolver, resolve_user_scope
 from a2a.server.tasks import DatabaseTaskStore, TaskStore
@@ -46,7 +52,8 @@ class _Unwritten:
     owner: str
 
 
-WRITE_DELAY = 0.1  # seconds: lets the event that caused a save reach its client first, and batches chunks
+WRITE_DELAY = 0.1  # seconds a running task's versions wait, so that its chunks go in one write
+RESTING = TERMINAL_TASK_STATES | INTERRUPTED_TASK_STATES  # a task's states where its stream ends: written at once
 CHECKPOINT_EVERY = 100  # writes: ~1 MB of WAL for tasks of a few KB, moved into the file off the loop
 
 
@@ -128,6 +135,7 @@ class WriteBehindTaskStore(TaskStore):
         self._unwritten: dict[str, _Unwritten] = {}
         self._riders: list[Rider] = []
         self._wake = asyncio.Event()
+        self._resting = asyncio.Event()  # a version saved since the last write is one its task rests in
         self._written = asyncio.Event()
         self._written.set()
 
@@ -136,6 +144,8 @@ class WriteBehindTaskStore(TaskStore):
         copy.CopyFrom(task)
         self._unwritten[task.id] = _Unwritten(copy, context, self._owner(context))
         self._known.add(task.id)
+        if task.status.state in RESTING:
+            self._resting.set()
         self.wake()
 
     def wake(self) -> None:
@@ -172,7 +182,12 @@ class WriteBehindTaskStore(TaskStore):
         """The writer: until cancelled, persists the newest version of each task saved."""
         while True:
             await self._wake.wait()
-            await asyncio.sleep(WRITE_DELAY)
+            if not self._resting.is_set():
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(WRITE_DELAY):
+                        await self._resting.wait()
+            await asyncio.sleep(0)  # the event that caused the save was handed to its stream's task: it goes first
+            self._resting.clear()
             self._wake.clear()
             await self._write_all(retry=True)
 

@@ -8,7 +8,6 @@ already ended or paused streams its snapshot alone.
 
 from collections.abc import AsyncIterator
 
-from a2a.server.agent_execution.active_task import INTERRUPTED_TASK_STATES, TERMINAL_TASK_STATES
 from a2a.server.context import ServerCallContext
 from a2a.server.events import Event
 from a2a.server.request_handlers import RequestHandler
@@ -16,7 +15,7 @@ from a2a.types import GetTaskRequest, Message, SendMessageRequest, SubscribeToTa
 from a2a.utils.errors import TaskNotFoundError, UnsupportedOperationError
 from a2a.utils.task import apply_history_length
 
-STILL = TERMINAL_TASK_STATES | INTERRUPTED_TASK_STATES  # where a turn's stream ends
+from a2a_wrapper.state.task_store import RESTING
 
 
 async def current_task(sdk: RequestHandler, task_id: str, params: SendMessageRequest, ctx: ServerCallContext) -> Task:
@@ -28,7 +27,7 @@ async def current_task(sdk: RequestHandler, task_id: str, params: SendMessageReq
 
 
 async def repeated_send(sdk: RequestHandler, task: Task, params: SendMessageRequest, ctx: ServerCallContext) -> Task:
-    if task.status.state not in STILL and not params.configuration.return_immediately:
+    if task.status.state not in RESTING and not params.configuration.return_immediately:
         async for _ in _live(sdk, task, params, ctx):
             pass
         task = await current_task(sdk, task.id, params, ctx)
@@ -38,7 +37,7 @@ async def repeated_send(sdk: RequestHandler, task: Task, params: SendMessageRequ
 async def repeated_stream(
     sdk: RequestHandler, task: Task, params: SendMessageRequest, ctx: ServerCallContext
 ) -> AsyncIterator[Event]:
-    if task.status.state in STILL:
+    if task.status.state in RESTING:
         yield apply_history_length(task, params.configuration)
         return
     async for event in _live(sdk, task, params, ctx):
@@ -64,4 +63,4 @@ async def _live(
 def _ends_turn(event: Event) -> bool:
     if isinstance(event, Message):
         return True
-    return isinstance(event, Task | TaskStatusUpdateEvent) and event.status.state in STILL
+    return isinstance(event, Task | TaskStatusUpdateEvent) and event.status.state in RESTING
