@@ -148,3 +148,33 @@ async def test_nothing_listening_raises_os_error(unused_tcp_port: int) -> None:
     calls = JsonHttp(f"http://127.0.0.1:{unused_tcp_port}", {})
     with pytest.raises(OSError):
         await calls.request("GET", "/global/health", None, 3)
+
+
+@asynccontextmanager
+async def dropping_second_calls() -> AsyncIterator[str]:
+    """A server that answers the first call on each connection, keeps it, and drops it on the second unanswered."""
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+        await writer.drain()
+        await reader.readuntil(b"\r\n\r\n")
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    try:
+        yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    finally:
+        server.close()
+
+
+async def test_a_kept_connection_dropped_under_a_call_is_retried_only_for_a_method_that_may_be_sent_twice() -> None:
+    async with dropping_second_calls() as url:
+        calls = JsonHttp(url, {})
+        try:
+            await calls.request("GET", "/a", None, 5)
+            assert (await calls.request("GET", "/b", None, 5)).body == b"{}", "dropped, then sent on a new one"
+            with pytest.raises((OSError, asyncio.IncompleteReadError)):
+                await calls.request("POST", "/c", b"{}", 5)  # the server may have taken it: not sent again
+        finally:
+            await calls.close()

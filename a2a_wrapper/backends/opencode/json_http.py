@@ -2,16 +2,17 @@
 
 aiohttp still reads OpenCode's `/event` stream (event_stream.py). For the short calls, above all a turn's
 `prompt_async`, its client session built a request object, merged headers, filtered cookies, started timers and
-took a connection from its connector for each call: taking the call to a plain exchange on a kept connection cut
-the agent's CPU for a wrapped trivial turn by 0.7-1.3 ms (of ~8; five alternating runs of 200 turns, this VM), the
-largest part of the turn the wrapper itself could still remove. This is the one place the project speaks HTTP
-itself instead of through a library; what it speaks is the part of HTTP/1.1 a local JSON API needs:
+took a connection from its connector for each call. A plain exchange on a kept connection costs the agent less CPU
+for a wrapped trivial turn: 0.2 ms of ~6.6 by bench/cpu_ab.py (-0.10, -0.25, -0.29 per ABBA group) and 0.2-0.6 ms
+in three alternating runs of 200 turns, in a fast hour of this VM; in a slow one, a first cut of it (prompt_async
+alone) saved 0.7-1.3 ms of ~8. This is the one place the project speaks HTTP itself instead of through a library;
+what it speaks is the part of HTTP/1.1 a local JSON API needs:
 
 - a request line, the connection's fixed headers, `Content-Length` and the body;
 - a response with a `Content-Length`, chunked, or ended by closing the connection; `Connection: close` honoured;
-- connections kept for the next call while idle for under KEEP_IDLE (below Bun's 10 s, after which OpenCode's
-  server closes them), over TCP or the sandbox's Unix socket; one closed under a call that reused it, before any
-  answer came, is retried once on a new connection when the method may be sent twice (GET, PUT, DELETE).
+- connections kept for the next call while idle for under KEEP_IDLE (OpenCode's server, on Bun, closes them after
+  10 s by default), over TCP or the sandbox's Unix socket; one dropped under a call that reused it, before any of
+  the answer came, is retried once on a new connection when the method may be sent twice (GET, PUT, DELETE).
 
 Every failure to reach the server or read its answer is an OSError, an asyncio.IncompleteReadError, a
 ResponseError (malformed answer) or a TimeoutError; the caller (client.py) says those in one sentence.
