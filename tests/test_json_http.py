@@ -178,3 +178,8 @@ async def test_a_kept_connection_dropped_under_a_call_is_retried_only_for_a_meth
                 await calls.request("POST", "/c", b"{}", 5)  # the server may have taken it: not sent again
         finally:
             await calls.close()
+
+
+def test_a_header_value_with_a_line_break_is_refused_before_any_call() -> None:
+    with pytest.raises(ValueError, match="x-opencode-directory"):
+        JsonHttp("http://127.0.0.1:1", {"x-opencode-directory": "/work\r\nX-Injected: 1"})

@@ -65,6 +65,9 @@ class JsonHttp:
         self._prefix = url.path.rstrip("/")
         self._socket = socket
         fixed = {"Host": url.netloc, "Accept": "*/*", **headers}
+        for name, value in fixed.items():
+            if any(character in value for character in "\r\n\0"):
+                raise ValueError(f"the header {name} would hold a line break or NUL: {value!r}")
         self._headers = "".join(f"{name}: {value}\r\n" for name, value in fixed.items()).encode()
         self._idle: list[_Connection] = []
         self._closed = False
