@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from a2a_wrapper.backends.opencode.json_http import JsonHttp
+from a2a_wrapper.backends.opencode.json_http import MAX_HEAD, JsonHttp, ResponseError
 
 
 def app() -> web.Application:
@@ -183,3 +183,20 @@ async def test_a_kept_connection_dropped_under_a_call_is_retried_only_for_a_meth
 def test_a_header_value_with_a_line_break_is_refused_before_any_call() -> None:
     with pytest.raises(ValueError, match="x-opencode-directory"):
         JsonHttp("http://127.0.0.1:1", {"x-opencode-directory": "/work\r\nX-Injected: 1"})
+
+
+async def test_a_chunk_line_past_the_limit_is_a_response_error() -> None:
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"0" * (MAX_HEAD + 10) + b"\r\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    calls = JsonHttp(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}", {})
+    try:
+        with pytest.raises(ResponseError, match="without a line end"):
+            await calls.request("GET", "/long", None, 5)
+    finally:
+        await calls.close()
+        server.close()

@@ -29,9 +29,8 @@ class OpenCodeClient:
         if password:
             headers["Authorization"] = aiohttp.encode_basic_auth(self._username, password)
         self._calls = JsonHttp(base_url, headers, socket)
-        self._http = aiohttp.ClientSession(
+        self._http = aiohttp.ClientSession(  # the event stream sets its own timeouts
             base_url=base_url.rstrip("/") + "/",
-            timeout=aiohttp.ClientTimeout(total=TIMEOUT, sock_connect=5),
             headers=headers,
             connector=aiohttp.UnixConnector(path=str(socket)) if socket else None,
         )

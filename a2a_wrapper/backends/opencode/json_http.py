@@ -19,7 +19,6 @@ ResponseError (malformed answer) or a TimeoutError; the caller (client.py) says 
 """
 
 import asyncio
-import contextlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,11 +135,16 @@ def _nothing_answered(exc: BaseException) -> bool:
     return isinstance(exc, ConnectionError) or (isinstance(exc, asyncio.IncompleteReadError) and not exc.partial)
 
 
-async def _read_head(reader: asyncio.StreamReader) -> tuple[int, dict[str, str]]:
+async def _read_until(reader: asyncio.StreamReader, separator: bytes) -> bytes:
+    """Up to and with `separator`; a ResponseError past MAX_HEAD bytes without it (a header or chunk line)."""
     try:
-        raw = await reader.readuntil(b"\r\n\r\n")
+        return await reader.readuntil(separator)
     except asyncio.LimitOverrunError as exc:
-        raise ResponseError(f"the answer's headers are over {MAX_HEAD} bytes") from exc
+        raise ResponseError(f"the answer holds over {MAX_HEAD} bytes without a line end where one belongs") from exc
+
+
+async def _read_head(reader: asyncio.StreamReader) -> tuple[int, dict[str, str]]:
+    raw = await _read_until(reader, b"\r\n\r\n")
     status_line, *lines = raw[:-4].decode("latin-1").split("\r\n")
     version, _, rest = status_line.partition(" ")
     code = rest[:3]
@@ -173,15 +177,14 @@ def _chunked(headers: dict[str, str]) -> bool:
 async def _read_chunks(reader: asyncio.StreamReader) -> bytes:
     chunks: list[bytes] = []
     while True:
-        size_line = (await reader.readuntil(b"\r\n"))[:-2].split(b";", 1)[0].strip()
+        size_line = (await _read_until(reader, b"\r\n"))[:-2].split(b";", 1)[0].strip()
         try:
             size = int(size_line, 16)
         except ValueError:
             raise ResponseError(f"not a chunk size: {size_line[:40]!r}") from None
         if size == 0:
-            with contextlib.suppress(asyncio.LimitOverrunError):
-                while await reader.readuntil(b"\r\n") != b"\r\n":  # trailers, if any
-                    pass
+            while await _read_until(reader, b"\r\n") != b"\r\n":  # trailers, if any
+                pass
             return b"".join(chunks)
         chunks.append(await reader.readexactly(size))
         if await reader.readexactly(2) != b"\r\n":
