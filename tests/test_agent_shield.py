@@ -21,6 +21,7 @@ from tests.helpers.a2a_wire import (
     data_parts,
     final_state,
     rpc,
+    session_of,
     stream,
     task_answer,
     user_message,
@@ -191,7 +192,7 @@ async def test_cancel_while_waiting_rejects_and_aborts(
         task = asked[0]["task"]
         canceled = await rpc(http, served.jsonrpc, "CancelTask", {"id": task["id"]})
         assert canceled["result"]["status"]["state"] == "TASK_STATE_CANCELED"
-        session = asked[1]["statusUpdate"]["metadata"]["a2a-wrapper"]["session"]
+        session = session_of(asked)
         busy = await served.agent.backend.request("GET", "/session/status")  # type: ignore[attr-defined]
         assert session not in busy and not (served.workdir / "never.txt").exists()
         after = await stream(http, served.jsonrpc, {"message": user_message("still here", task["contextId"])})

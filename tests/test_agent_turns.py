@@ -21,6 +21,7 @@ from tests.helpers.a2a_wire import (
     final_state,
     rpc,
     send,
+    session_of,
     status_text,
     stream,
     task_answer,
@@ -59,6 +60,47 @@ async def test_second_message_in_a_busy_context_waits(agent: ServedAgent, http: 
     assert finished["second"] > finished["slow"]
 
 
+async def test_a_stream_opens_with_its_task_submitted_while_its_turn_waits_else_working(
+    agent: ServedAgent, http: httpx.AsyncClient
+) -> None:
+    context = str(uuid.uuid4())
+    first = await stream(http, agent.jsonrpc, {"message": user_message("one", context)})
+    assert first[0]["task"]["status"]["state"] == "TASK_STATE_SUBMITTED", "the context's session is not open yet"
+    working = first[1]["statusUpdate"]
+    assert working["status"]["state"] == "TASK_STATE_WORKING"
+    session = working["metadata"]["a2a-wrapper"]["session"]
+
+    second = await stream(http, agent.jsonrpc, {"message": user_message("two", context)})
+    opened = second[0]["task"]
+    assert opened["status"]["state"] == "TASK_STATE_WORKING" and opened["status"]["timestamp"]
+    assert opened["metadata"]["a2a-wrapper"] == {"session": session, "sessionRecreated": False}
+    assert opened["history"][0]["parts"] == [{"text": "two"}]
+    assert not [e for e in second if e.get("statusUpdate", {}).get("status", {}).get("state") == "TASK_STATE_WORKING"]
+    assert answer_text(second) == "Offline model reply: two" and final_state(second) == "TASK_STATE_COMPLETED"
+
+    slow_prompt = marker("slow")
+    slow = asyncio.create_task(
+        stream(http, agent.jsonrpc, {"message": user_message(f"{slow_prompt} [[slow:2]]", context)})
+    )
+    await wait_until_the_model_receives(agent.model, slow_prompt)
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "SendStreamingMessage",
+        "params": {"message": user_message("three", context)},
+    }
+    states = []
+    async with http.stream("POST", agent.jsonrpc, json=body, headers=V1) as response:
+        async for line in response.aiter_lines():
+            if line.startswith("data:"):
+                result = json.loads(line[5:])["result"]
+                states.append((result.get("task") or result.get("statusUpdate") or {}).get("status", {}).get("state"))
+                if len(states) == 1:
+                    assert not slow.done(), "the waiting turn's task reaches its caller before the running turn ends"
+    assert states[0] == "TASK_STATE_SUBMITTED" and states[1] == "TASK_STATE_WORKING"
+    assert states[-1] == "TASK_STATE_COMPLETED" and final_state(await slow) == "TASK_STATE_COMPLETED"
+
+
 async def test_cancel_aborts_the_backend_turn(agent: ServedAgent, http: httpx.AsyncClient) -> None:
     body = {
         "jsonrpc": "2.0",
@@ -77,7 +119,7 @@ async def test_cancel_aborts_the_backend_turn(agent: ServedAgent, http: httpx.As
                 canceled = await rpc(http, agent.jsonrpc, "CancelTask", {"id": task_id})
                 assert canceled["result"]["status"]["state"] == "TASK_STATE_CANCELED"
                 break
-    session_id = events[1]["statusUpdate"]["metadata"]["a2a-wrapper"]["session"]
+    session_id = session_of(events)
     busy = await agent.agent.backend.request("GET", "/session/status")  # type: ignore[attr-defined]
     assert session_id not in busy, "OpenCode must have stopped the turn"
     messages = await agent.agent.backend.request("GET", f"/session/{session_id}/message")  # type: ignore[attr-defined]
@@ -97,7 +139,7 @@ async def test_timeout_fails_the_task_and_aborts(
         final = events[-1]["statusUpdate"]["status"]
         assert final["state"] == "TASK_STATE_FAILED"
         assert "2 s limit" in status_text(final)
-        session_id = events[1]["statusUpdate"]["metadata"]["a2a-wrapper"]["session"]
+        session_id = session_of(events)
         busy = await served.agent.backend.request("GET", "/session/status")  # type: ignore[attr-defined]
         assert session_id not in busy
 
@@ -153,7 +195,7 @@ async def test_context_and_tasks_survive_a_wrapper_restart(
 async def test_a_session_the_backend_lost_is_recreated(agent: ServedAgent, http: httpx.AsyncClient) -> None:
     first = await send(http, agent.jsonrpc, "hello")
     events = await stream(http, agent.jsonrpc, {"message": user_message("again", first["contextId"])})
-    session_id = events[1]["statusUpdate"]["metadata"]["a2a-wrapper"]["session"]
+    session_id = session_of(events)
     await agent.agent.backend.request("DELETE", f"/session/{session_id}")  # type: ignore[attr-defined]
     events = await stream(http, agent.jsonrpc, {"message": user_message("[[turns]]", first["contextId"])})
     meta = events[-1]["statusUpdate"]["metadata"]["a2a-wrapper"]

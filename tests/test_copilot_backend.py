@@ -33,6 +33,7 @@ from tests.helpers.a2a_wire import (
     data_parts,
     final_state,
     send,
+    session_of,
     status_text,
     stream,
     task_answer,
@@ -175,7 +176,7 @@ async def test_a_session_the_cli_lost_is_recreated(
         first = await send(http, served.jsonrpc, "hello")
         events = await stream(http, served.jsonrpc, {"message": user_message("[[turns]]", first["contextId"])})
         assert answer_text(events) == "This conversation holds 2 user messages."
-        session_id = events[1]["statusUpdate"]["metadata"]["a2a-wrapper"]["session"]
+        session_id = session_of(events)
         await served.agent.backend.close_session(session_id)  # behind the session map's back
         events = await stream(http, served.jsonrpc, {"message": user_message("[[turns]]", first["contextId"])})
         assert events[-1]["statusUpdate"]["metadata"]["a2a-wrapper"]["sessionRecreated"] is True

@@ -34,7 +34,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from a2a_wrapper.backends.base import Batch, Prompt, Session
 from a2a_wrapper.config.backends import OpenCodeSettings
 from a2a_wrapper.config.settings import AgentSettings, CardSettings, SessionSettings
-from a2a_wrapper.errors import SessionGone
+from a2a_wrapper.errors import BackendUnavailable, SessionGone
 from a2a_wrapper.events import Done, Permission, Question, Text, Thought, Usage
 from a2a_wrapper.frontend.app import request_handler
 from a2a_wrapper.frontend.card import build_card
@@ -140,6 +140,7 @@ class FakeBackend:
         self.lost: set[str] = set()  # sessions the backend no longer has
         self.cleanup_fails = False  # a turn's clean-up raises once it has ended
         self.opened = 0
+        self.unreachable = False  # opening a session fails as with a backend that is down
         self.changed = asyncio.Event()  # a turn was made or started
 
     async def running(self, index: int) -> FakeTurn:
@@ -157,6 +158,8 @@ class FakeBackend:
         return {"healthy": True}
 
     async def open_session(self, context_key: str, resume: str | None = None) -> Session:
+        if self.unreachable:
+            raise BackendUnavailable("the fake backend is down")
         if resume is not None and resume not in self.lost:
             return Session(resume, created=False)
         self.opened += 1
@@ -387,6 +390,36 @@ async def test_a_second_message_on_a_context_waits_for_the_running_turn(make_age
     assert answer_of(await second) == "echo: after"
     assert (await agent.ended(first.id)).status.state == TaskState.TASK_STATE_COMPLETED
     assert [turn.session.id for turn in agent.backend.turns] == ["s1", "s1"], "one context, one session"
+
+
+async def test_a_task_is_working_at_once_when_its_turn_starts_and_submitted_while_it_waits(
+    make_agent: AgentFactory,
+) -> None:
+    agent = await make_agent()
+    first = await agent.start("hold")
+    assert first.status.state == TaskState.TASK_STATE_SUBMITTED, "its context's session is opened first"
+    turn = await agent.backend.running(0)
+    queued = await agent.start("after", first.context_id)
+    assert queued.status.state == TaskState.TASK_STATE_SUBMITTED and len(agent.backend.turns) == 1
+    turn.release()
+    assert answer_of(await agent.ended(queued.id)) == "echo: after"
+    third = await agent.start("hold", first.context_id)
+    assert third.status.state == TaskState.TASK_STATE_WORKING and third.status.HasField("timestamp")
+    assert dict(third.metadata["a2a-wrapper"]) == {"session": "s1", "sessionRecreated": False}
+    assert [message.parts[0].text for message in third.history] == ["hold"]
+    (await agent.backend.running(2)).release()
+    ended = await agent.ended(third.id)
+    assert ended.status.state == TaskState.TASK_STATE_COMPLETED and ended.metadata["a2a-wrapper"]["session"] == "s1"
+
+
+async def test_a_turn_whose_session_cannot_open_fails_its_new_task_with_a_sentence(make_agent: AgentFactory) -> None:
+    agent = await make_agent()
+    agent.backend.unreachable = True
+    failed = await agent.send("hello")
+    assert failed.status.state == TaskState.TASK_STATE_FAILED
+    assert status_text(failed) == "The backend could not run the turn: the fake backend is down"
+    assert [message.parts[0].text for message in failed.history][:1] == ["hello"]
+    assert not agent.backend.turns
 
 
 async def test_a_session_the_backend_lost_is_reopened_once(make_agent: AgentFactory) -> None:

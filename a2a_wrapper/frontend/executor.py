@@ -45,21 +45,21 @@ class TurnExecutor(AgentExecutor):
         if live is not None:
             await self._turns.resume(live, context.message, updater)
             return
+        opening = None
         if current is None:
-            task = Task(
+            opening = Task(
                 id=context.task_id,
                 context_id=context_id,
                 status=TaskStatus(state=TaskState.TASK_STATE_SUBMITTED),
                 history=[context.message],
             )
-            await event_queue.enqueue_event(task)
+        reporter = TaskReporter(updater, TurnGuard(self._guard), self._metrics.turn(), opening)
         try:
             prompt = prompt_from_message(context.message)
         except UnusableMessage as exc:
-            await updater.reject(updater.new_agent_message([new_text_part(f"Message refused: {exc}.")]))
+            await reporter.reject(f"Message refused: {exc}.")
             self._metrics.ended("rejected")
             return
-        reporter = TaskReporter(updater, TurnGuard(self._guard), self._metrics.turn())
         scope = TurnScope(context_id, context.task_id, caller_of(context.call_context))
         await self._turns.run(scope, prompt, reporter)
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from a2a.helpers import new_data_part, new_text_part
 from a2a.server.tasks import TaskUpdater
-from a2a.types import TaskState
+from a2a.types import Task, TaskState
 
 from a2a_wrapper.events import Done, FileDiff, Permission, Plan, Text, Thought, ToolCall, ToolResult, Usage
 from a2a_wrapper.frontend.metrics import TurnClock
@@ -27,10 +27,13 @@ _STATES = {
 
 
 class TaskReporter:
-    """Streams the answer as chunks of one `response` artifact and everything else as status updates."""
+    """Streams the answer as chunks of one `response` artifact and everything else as status updates. A new task
+    (`opening`) goes first, as the task itself: `working` when its turn starts at once, else `submitted` as soon as
+    the turn is known to wait (`accept`), its start then a `working` update."""
 
-    def __init__(self, updater: TaskUpdater, guard: TurnGuard, clock: TurnClock) -> None:
+    def __init__(self, updater: TaskUpdater, guard: TurnGuard, clock: TurnClock, opening: Task | None = None) -> None:
         self._updater = updater
+        self._opening = opening
         self._guard = guard
         self.clock = clock  # the turn's metrics
         self._response_id = f"response-{uuid.uuid4().hex[:12]}"
@@ -41,10 +44,33 @@ class TaskReporter:
         self._usage = Usage()
         self.metadata: dict[str, Any] = {}
 
+    async def accept(self) -> None:
+        """The turn waits (for the context's running turn, or for its session): the caller has the task now."""
+        await self._open()
+
     async def working(self) -> None:
+        if await self._open(TaskState.TASK_STATE_WORKING):
+            return
         await self._updater.update_status(
             TaskState.TASK_STATE_WORKING, metadata={META: self.metadata} if self.metadata else None
         )
+
+    async def reject(self, sentence: str) -> None:
+        await self._open()
+        await self._updater.reject(self._updater.new_agent_message([new_text_part(sentence)]))
+
+    async def _open(self, state: TaskState = TaskState.TASK_STATE_SUBMITTED) -> bool:
+        """Sends the new task, in `state` with the turn's metadata, unless it went already; whether it went now."""
+        task, self._opening = self._opening, None
+        if task is None:
+            return False
+        task.status.state = state
+        if state != TaskState.TASK_STATE_SUBMITTED:
+            task.status.timestamp.GetCurrentTime()  # as TaskUpdater stamps the statuses after it
+        if self.metadata:
+            task.metadata.update({META: self.metadata})
+        await self._updater.event_queue.enqueue_event(task)
+        return True
 
     def text(self, event: Text) -> None:
         """Holds the delta until its batch ends (`batch_end`), so the deltas of one batch go as one chunk."""
@@ -144,6 +170,7 @@ class TaskReporter:
         self.clock.pause()
 
     async def finish(self, done: Done) -> None:
+        await self._open()  # the task first, should its turn end before it started
         await self._flush_thought()
         tail, verdict = self._guard.finish()
         self._text.append(tail)

@@ -165,6 +165,8 @@ class Turns:
 
     async def run(self, scope: TurnScope, prompt: Prompt, reporter: TaskReporter) -> None:
         """A new turn, once the context's running one has ended: driven until it ends or pauses for a person."""
+        if self._locks.busy(scope.key) or not self._sessions.ready(scope.key):
+            await reporter.accept()
         await self._locks.acquire(scope.key)
         try:
             live = await self._start(scope, prompt, reporter)

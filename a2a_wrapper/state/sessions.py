@@ -92,6 +92,11 @@ class SessionMap:
         """The state's schema, brought up to date (migrations.py)."""
         await migrate(self._engine)
 
+    def ready(self, key: ContextKey) -> bool:
+        """Whether `session_for` answers at once, from this process's memory: the context's session was checked
+        here (never on shared state, where each turn reads the database and takes the context's lease)."""
+        return self._lease is None and not self._shared and self._known.get(key) in self._verified
+
     async def session_for(self, key: ContextKey) -> ContextSession:
         """The context's backend session: resumed, recreated if the backend lost it, or new.
 

@@ -55,6 +55,16 @@ async def streamed(http: httpx.AsyncClient, url: str, method: str, params: dict[
     return events
 
 
+def session_of(events: list[dict[str, Any]]) -> str:
+    """The backend session a streamed turn reported at its start: in the task's metadata when the turn started at
+    once, else in its `working` update."""
+    for event in events:
+        found = (event.get("task") or event.get("statusUpdate") or {}).get("metadata", {}).get("a2a-wrapper", {})
+        if "session" in found:
+            return str(found["session"])
+    raise AssertionError(f"no event names the session: {events}")
+
+
 def answer_text(events: list[dict[str, Any]]) -> str:
     return "".join(
         part.get("text", "")
