@@ -164,7 +164,9 @@ class Turns:
         return dict(Counter("question" if isinstance(r, Question) else "approval" for r in paused))
 
     async def run(self, scope: TurnScope, prompt: Prompt, reporter: TaskReporter) -> None:
-        """A new turn, once the context's running one has ended: driven until it ends or pauses for a person."""
+        """A new turn, once the context's running one has ended: driven until it ends or pauses for a person. A turn
+        that must wait first (for that turn, or for the backend to open the context's session) shows its caller the
+        task at once, `submitted`."""
         if self._locks.busy(scope.key) or not self._sessions.ready(scope.key):
             await reporter.accept()
         await self._locks.acquire(scope.key)
