@@ -1,7 +1,6 @@
 """A request handler that hands every A2A method to another: the base of handlers that change a few of them."""
 
 from collections.abc import AsyncGenerator
-from contextlib import aclosing
 
 from a2a.server.context import ServerCallContext
 from a2a.server.events import Event
@@ -38,12 +37,9 @@ class DelegatingHandler(RequestHandler):
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task | Message:
         return await self._inner.on_message_send(params, context)
 
-    async def on_message_send_stream(
-        self, params: SendMessageRequest, context: ServerCallContext
-    ) -> AsyncGenerator[Event]:
-        async with aclosing(self._inner.on_message_send_stream(params, context)) as events:
-            async for event in events:
-                yield event
+    def on_message_send_stream(self, params: SendMessageRequest, context: ServerCallContext) -> AsyncGenerator[Event]:
+        """The inner handler's own stream: no generator of this one's in between, which every event would pass."""
+        return self._inner.on_message_send_stream(params, context)
 
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
         return await self._inner.on_get_task(params, context)
@@ -54,12 +50,8 @@ class DelegatingHandler(RequestHandler):
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task | None:
         return await self._inner.on_cancel_task(params, context)
 
-    async def on_subscribe_to_task(
-        self, params: SubscribeToTaskRequest, context: ServerCallContext
-    ) -> AsyncGenerator[Event]:
-        async with aclosing(self._inner.on_subscribe_to_task(params, context)) as events:
-            async for event in events:
-                yield event
+    def on_subscribe_to_task(self, params: SubscribeToTaskRequest, context: ServerCallContext) -> AsyncGenerator[Event]:
+        return self._inner.on_subscribe_to_task(params, context)
 
     async def on_create_task_push_notification_config(
         self, params: TaskPushNotificationConfig, context: ServerCallContext

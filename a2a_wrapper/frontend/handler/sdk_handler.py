@@ -45,7 +45,14 @@ class SdkHandler(DelegatingHandler):
         result = await self._sdk.on_message_send(params, context)
         return whole_answers(result) if isinstance(result, Task) else result
 
-    async def on_message_send_stream(
+    def on_message_send_stream(self, params: SendMessageRequest, context: ServerCallContext) -> AsyncGenerator[Event]:
+        """A message that names no task (most) gets the SDK's stream itself: no generator here that every event
+        would pass."""
+        if not params.message.task_id:
+            return self._sdk.on_message_send_stream(params, context)
+        return self._stream_unless_ended(params, context)
+
+    async def _stream_unless_ended(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event]:
         await self._refuse_ended(params, context)
