@@ -22,6 +22,7 @@ from tests.helpers.a2a_wire import (
     rpc,
     send,
     session_of,
+    state_of,
     status_text,
     stream,
     task_answer,
@@ -94,7 +95,7 @@ async def test_a_stream_opens_with_its_task_submitted_while_its_turn_waits_else_
         async for line in response.aiter_lines():
             if line.startswith("data:"):
                 result = json.loads(line[5:])["result"]
-                states.append((result.get("task") or result.get("statusUpdate") or {}).get("status", {}).get("state"))
+                states.append(state_of(result))
                 if len(states) == 1:
                     assert not slow.done(), "the waiting turn's task reaches its caller before the running turn ends"
     assert states[0] == "TASK_STATE_SUBMITTED" and states[1] == "TASK_STATE_WORKING"

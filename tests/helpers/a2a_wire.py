@@ -55,11 +55,21 @@ async def streamed(http: httpx.AsyncClient, url: str, method: str, params: dict[
     return events
 
 
+def _stated(event: dict[str, Any]) -> dict[str, Any]:
+    """What in a stream's `result` holds a status and metadata: the task itself, or a status update (else {})."""
+    return dict(event.get("task") or event.get("statusUpdate") or {})
+
+
+def state_of(event: dict[str, Any]) -> str | None:
+    """The state a stream's `result` reports: a task's or a status update's; None for an artifact update."""
+    return _stated(event).get("status", {}).get("state")
+
+
 def session_of(events: list[dict[str, Any]]) -> str:
     """The backend session a streamed turn reported at its start: in the task's metadata when the turn started at
     once, else in its `working` update."""
     for event in events:
-        found = (event.get("task") or event.get("statusUpdate") or {}).get("metadata", {}).get("a2a-wrapper", {})
+        found = _stated(event).get("metadata", {}).get("a2a-wrapper", {})
         if "session" in found:
             return str(found["session"])
     raise AssertionError(f"no event names the session: {events}")
