@@ -171,12 +171,12 @@ async def _serve(settings: AgentSettings, control: Connection) -> None:
 
 async def _opencode_access(agent: RunningAgent) -> OpenCodeAccess | None:
     backend = agent.backend
-    if not isinstance(backend, OpenCodeBackend) or backend._child is None or backend._client._http is None:
+    if not isinstance(backend, OpenCodeBackend) or backend._child is None or backend._client._calls is None:
         return None
-    http = backend._client._http
+    calls = backend._client._calls
     return OpenCodeAccess(
-        base_url=str(http._base_url),
-        headers=dict(http._default_headers),
+        base_url=calls.base_url,
+        headers=calls.headers,
         pid=backend._child.pid or 0,
         version=str((await backend.health()).get("version")),
     )

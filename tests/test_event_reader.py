@@ -1,111 +1,165 @@
-"""OpenCode's event reader (backends/opencode/event_stream.py) over a real SSE response on 127.0.0.1: each event
-comes with whether more is ready to read, so the reader hands the loop over only when a read would not."""
+"""OpenCode's event reader (backends/opencode/event_stream.py, sse_response.py) against an HTTP server on 127.0.0.1
+that writes its answer byte for byte as each test says: every event reaches its turn once and in order however
+the bytes are cut, the loop is handed over after a waiting turn's event, and the stream's end, loss, refusal and
+silence are each told apart."""
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
+from typing import Any
 
-import aiohttp
 import pytest
-from aiohttp import web
 
-from a2a_wrapper.backends.opencode import event_stream
-from a2a_wrapper.backends.opencode.event_stream import EventStream
-from tests.helpers.aiohttp_served import aiohttp_served
+from a2a_wrapper.backends.opencode import event_stream, sse_response
+from a2a_wrapper.backends.opencode.event_stream import RECONNECTED, EventStream
+from a2a_wrapper.backends.opencode.json_http import JsonHttp, ResponseError
 
-
-def sse(*types: str) -> bytes:
-    return b"".join(b"data: " + json.dumps({"type": kind, "properties": {}}).encode() + b"\n\n" for kind in types)
-
-
-@asynccontextmanager
-async def serving(chunks: list[bytes], next_chunk: asyncio.Event) -> AsyncIterator[str]:
-    """An `/event` stream that writes each chunk once `next_chunk` is set (the first at once); a chunk that ends no
-    event is followed by the next one 50 ms later, in a read of its own."""
-
-    async def events(request: web.Request) -> web.StreamResponse:
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        for index, chunk in enumerate(chunks):
-            await response.write(chunk)
-            if index == len(chunks) - 1:
-                break
-            if chunk.endswith(b"\n\n"):
-                await next_chunk.wait()
-                next_chunk.clear()
-            else:
-                await asyncio.sleep(0.05)
-        return response
-
-    app = web.Application()
-    app.router.add_get("/event", events)
-    async with aiohttp_served(app) as port:
-        yield f"http://127.0.0.1:{port}/"
-
-
-async def test_each_event_says_whether_more_is_ready_to_read() -> None:
-    next_chunk = asyncio.Event()
-    chunks = [sse("a", "b"), sse("c"), sse("d")[:10], sse("d")[10:] + sse("e")]
-    seen: list[tuple[str, bool]] = []
-    async with (
-        serving(chunks, next_chunk) as url,
-        aiohttp.ClientSession(base_url=url) as http,
-    ):
-        async with asyncio.timeout(5):
-            async for event, more_ready in EventStream("test", http)._events():
-                seen.append((event["type"], more_ready))
-                if not more_ready:
-                    next_chunk.set()  # the server writes the next chunk only once this one is read
-                if event["type"] == "e":
-                    break
-    # a and b came in one chunk: after a, b is ready; after the rest of a chunk, nothing is until the server writes
-    assert seen == [("a", True), ("b", False), ("c", False), ("d", True), ("e", False)]
-
-
-async def test_bytes_received_while_a_chunk_is_in_hand_count_as_ready() -> None:
-    next_chunk = asyncio.Event()
-    seen: list[tuple[str, bool]] = []
-    async with (
-        serving([sse("a", "b"), sse("c")], next_chunk) as url,
-        aiohttp.ClientSession(base_url=url) as http,
-    ):
-        async with asyncio.timeout(5):
-            events = EventStream("test", http)._events()
-            seen.append(await anext(events))
-            next_chunk.set()
-            await asyncio.sleep(0.2)  # c arrives while b is still in hand: buffered, not read yet
-            seen.append(await anext(events))
-            seen.append(await anext(events))
-            await events.aclose()
-    assert [(event["type"], more_ready) for event, more_ready in seen] == [("a", True), ("b", True), ("c", False)]
+HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+END = b"0\r\n\r\n"
+Answer = Callable[[asyncio.StreamWriter, int, asyncio.Event], Awaitable[None]]
+# writes the answer to the n-th connection; waits for the event to hold it open until the test is over
 
 
 def opencode_event(kind: str, session_id: str, **properties: object) -> dict[str, object]:
     return {"type": kind, "properties": {"sessionID": session_id, **properties}}
 
 
+def delta(text: str, session_id: str = "ses_1") -> dict[str, object]:
+    return opencode_event("message.part.delta", session_id, partID="prt_1", field="text", delta=text)
+
+
+def sse(*events: dict[str, object], line_end: bytes = b"\n") -> bytes:
+    return b"".join(b"data: " + json.dumps(event).encode() + line_end * 2 for event in events)
+
+
+def chunk(data: bytes) -> bytes:
+    return b"%x\r\n" % len(data) + data + b"\r\n"
+
+
+@asynccontextmanager
+async def serving(answer: Answer) -> AsyncIterator[tuple[str, list[bytes]]]:
+    """A server that reads each request's head, keeps it, and has `answer` write the rest; yields its URL and the
+    heads received. Its connections are closed before it ends."""
+    heads: list[bytes] = []
+    over = asyncio.Event()
+    handlers: list[asyncio.Task[None]] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        handlers.append(asyncio.current_task())  # type: ignore[arg-type]
+        heads.append(await reader.readuntil(b"\r\n\r\n"))
+        try:
+            await answer(writer, len(heads), over)
+            await writer.drain()
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    try:
+        yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/", heads
+    finally:
+        over.set()
+        server.close()
+        await asyncio.gather(*handlers, return_exceptions=True)
+
+
+def drained(queue: event_stream.EventQueue) -> list[dict[str, Any]]:
+    return [queue.get_nowait() for _ in range(queue.qsize())]
+
+
+async def test_every_event_reaches_its_turn_once_and_in_order_however_the_bytes_are_cut() -> None:
+    first, second, third = delta("a"), delta("b"), delta("c")
+    other_session, not_translated = delta("x", "ses_2"), opencode_event("session.status", "ses_1")
+    crlf = sse(delta("d"), line_end=b"\r\n")
+
+    async def answer(writer: asyncio.StreamWriter, *_: object) -> None:
+        body = chunk(sse(first) + sse(second)[:9]) + chunk(sse(second)[9:]) + chunk(sse(third))
+        pieces = [HEAD + body[:40], body[40:-3], body[-3:] + chunk(sse(other_session, not_translated))]
+        pieces += [chunk(crlf[:-1]), chunk(crlf[-1:]) + END]
+        for piece in pieces:  # each in a read of its own
+            writer.write(piece)
+            await writer.drain()
+            await asyncio.sleep(0.02)
+
+    async with serving(answer) as (url, heads):
+        stream = EventStream("test", JsonHttp(url, {"x-opencode-directory": "/work"}))
+        subscription = stream.subscribe("ses_1")
+        async with asyncio.timeout(5):
+            await stream.follow()  # the server ended the stream: it returns
+    assert drained(subscription.queue) == [first, second, third, delta("d")]
+    assert heads[0].startswith(b"GET /event HTTP/1.1\r\n")
+    assert b"\r\nx-opencode-directory: /work\r\n" in heads[0]
+    assert stream.connected.is_set()
+
+
+async def first_wake(eager: bool) -> tuple[dict[str, Any], int]:
+    """The event a turn waiting on its queue wakes with, when three arrive in one read, and how many more were in
+    its queue by then."""
+
+    async def answer(writer: asyncio.StreamWriter, _: int, over: asyncio.Event) -> None:
+        writer.write(HEAD + chunk(sse(delta("1"), delta("2"), delta("3"))))
+        await writer.drain()
+        await over.wait()
+
+    async with serving(answer) as (url, _):
+        stream = EventStream("test", JsonHttp(url, {}))
+        subscription = stream.subscribe("ses_1")
+        subscription.eager = eager
+        reader = asyncio.create_task(stream.follow())
+        try:
+            async with asyncio.timeout(5):
+                event = await subscription.queue.get()
+                return event, subscription.queue.qsize()
+        finally:
+            reader.cancel()
+            with suppress(asyncio.CancelledError):
+                await reader
+
+
+async def test_a_turn_waiting_for_its_first_event_gets_it_before_the_reader_cuts_out_the_rest_of_the_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sse_response, "READ_SLICE", 10.0)  # no read here lasts a slice, however slow the machine
+    assert await first_wake(eager=True) == (delta("1"), 0)
+    event, behind = await first_wake(eager=False)  # a turn past its first text: the read's events come together
+    assert (event, behind) == (delta("1"), 2)
+
+
+async def test_a_refused_request_and_a_connection_cut_short_raise_and_say_which() -> None:
+    async def refuse(writer: asyncio.StreamWriter, *_: object) -> None:
+        writer.write(b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n")
+
+    async def cut(writer: asyncio.StreamWriter, *_: object) -> None:
+        writer.write(HEAD + chunk(sse(delta("a")))[:-5])  # the chunk never ends
+
+    async with serving(refuse) as (url, _):
+        with pytest.raises(ResponseError, match="the server answered 401 to the event stream's request"):
+            await EventStream("test", JsonHttp(url, {})).follow()
+    async with serving(cut) as (url, _):
+        with pytest.raises(ConnectionError, match="closed the connection before the stream's end"):
+            await EventStream("test", JsonHttp(url, {})).follow()
+
+
 async def test_a_turn_is_given_only_the_events_it_translates_and_a_subagents_reach_its_parent() -> None:
-    async with aiohttp.ClientSession() as http:
-        stream = EventStream("test", http)
-        subscription = stream.subscribe("ses_parent")
-        child_created = {
-            "type": "session.updated",
-            "properties": {"info": {"id": "ses_child", "parentID": "ses_parent"}},
-        }
-        events = [
-            opencode_event("session.status", "ses_parent", status={"type": "busy"}),
-            opencode_event("message.updated", "ses_parent", info={"id": "msg_1", "role": "user"}),
-            child_created,
-            opencode_event("session.diff", "ses_parent", diff=[]),
-            opencode_event("permission.asked", "ses_child", id="per_1"),
-            opencode_event("message.part.delta", "ses_parent", partID="prt_1", delta="hi"),
-            opencode_event("session.idle", "ses_parent"),
-            opencode_event("session.idle", "ses_other"),
-        ]
-        for event in events:
-            stream._route(event)
-        delivered = [subscription.queue.get_nowait() for _ in range(subscription.queue.qsize())]
+    stream = EventStream("test", JsonHttp("http://127.0.0.1:9/", {}))
+    subscription = stream.subscribe("ses_parent")
+    child_created = {
+        "type": "session.updated",
+        "properties": {"info": {"id": "ses_child", "parentID": "ses_parent"}},
+    }
+    events = [
+        opencode_event("session.status", "ses_parent", status={"type": "busy"}),
+        opencode_event("message.updated", "ses_parent", info={"id": "msg_1", "role": "user"}),
+        child_created,
+        opencode_event("session.diff", "ses_parent", diff=[]),
+        opencode_event("permission.asked", "ses_child", id="per_1"),
+        opencode_event("message.part.delta", "ses_parent", partID="prt_1", delta="hi"),
+        opencode_event("session.idle", "ses_parent"),
+        opencode_event("session.idle", "ses_other"),
+    ]
+    for event in events:
+        stream._route(event)
+    delivered = drained(subscription.queue)
     assert [(event["type"], event.get("child", False)) for event in delivered] == [
         ("message.updated", False),
         ("permission.asked", True),
@@ -115,59 +169,58 @@ async def test_a_turn_is_given_only_the_events_it_translates_and_a_subagents_rea
     assert stream.parent_of("ses_child") == "ses_parent"
 
 
-@asynccontextmanager
-async def beating(interval: float | None) -> AsyncIterator[str]:
-    """An `/event` stream that sends one event, then a heartbeat every `interval` seconds (None: nothing more)."""
-    over = asyncio.Event()
+async def test_a_stream_lost_and_regained_tells_its_turns_that_events_may_be_missing() -> None:
+    async def answer(writer: asyncio.StreamWriter, connection: int, over: asyncio.Event) -> None:
+        writer.write(HEAD + chunk(sse(delta(f"on connection {connection}"))))
+        await writer.drain()
+        if connection > 1:  # the first is cut after its event
+            await over.wait()
 
-    async def events(request: web.Request) -> web.StreamResponse:
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        await response.write(sse("server.connected"))
+    async with serving(answer) as (url, heads):
+        stream = EventStream("test", JsonHttp(url, {}))
+        subscription = stream.subscribe("ses_1")
+        reader = asyncio.create_task(stream.run())
+        try:
+            async with asyncio.timeout(5):
+                seen = [await subscription.queue.get() for _ in range(3)]
+        finally:
+            reader.cancel()
+            with suppress(asyncio.CancelledError):
+                await reader
+    assert seen == [delta("on connection 1"), {"type": RECONNECTED, "properties": {}}, delta("on connection 2")]
+    assert len(heads) == 2
+
+
+def beating(interval: float | None) -> Answer:
+    """One event, then a heartbeat every `interval` seconds (None: nothing more) until the test is over."""
+
+    async def answer(writer: asyncio.StreamWriter, _: int, over: asyncio.Event) -> None:
+        writer.write(HEAD + chunk(sse({"type": "server.connected", "properties": {}})))
+        await writer.drain()
         while not over.is_set():
             with suppress(TimeoutError):
                 await asyncio.wait_for(over.wait(), interval)
             if interval is not None:
-                await response.write(sse("server.heartbeat"))
-        return response
+                writer.write(chunk(sse({"type": "server.heartbeat", "properties": {}})))
+                await writer.drain()
 
-    app = web.Application()
-    app.router.add_get("/event", events)
-    async with aiohttp_served(app) as port:
-        try:
-            yield f"http://127.0.0.1:{port}/"
-        finally:
-            over.set()
-
-
-async def read_for(url: str, seconds: float) -> tuple[list[str], BaseException | None, float]:
-    """The event types read from the stream within `seconds`, the error that ended the reading (None: time ran
-    out), and when it ended."""
-    seen: list[str] = []
-    loop = asyncio.get_running_loop()
-    start = loop.time()
-    async with aiohttp.ClientSession(base_url=url) as http:
-        try:
-            async with asyncio.timeout(seconds) as deadline:
-                async for event, _ in EventStream("test", http)._events():
-                    seen.append(event["type"])
-        except TimeoutError as exc:
-            if deadline.expired():
-                return seen, None, loop.time() - start
-            return seen, exc, loop.time() - start
-    return seen, None, loop.time() - start
+    return answer
 
 
 async def test_a_server_that_falls_silent_is_given_up_after_the_bound_and_one_that_beats_is_not(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(event_stream, "SILENCE", 0.3)
-    async with beating(None) as url:
-        seen, error, after = await read_for(url, 2)
-    assert seen == ["server.connected"]
-    assert str(error) == "no byte from the server for 0.3 s"
-    assert after >= 0.3  # not before the bound
-    async with beating(0.05) as url:
-        seen, error, _ = await read_for(url, 1)
-    assert error is None  # still reading when the time ran out
-    assert seen.count("server.heartbeat") > 5
+    loop = asyncio.get_running_loop()
+    async with serving(beating(None)) as (url, _):
+        stream = EventStream("test", JsonHttp(url, {}))
+        start = loop.time()
+        with pytest.raises(TimeoutError, match=r"^no byte from the server for 0\.3 s$"):
+            await asyncio.wait_for(stream.follow(), 2)
+        assert loop.time() - start >= 0.3  # not before the bound
+        assert stream.connected.is_set()  # its first event was read
+    async with serving(beating(0.05)) as (url, _):
+        with pytest.raises(TimeoutError) as ended:
+            async with asyncio.timeout(1) as deadline:
+                await EventStream("test", JsonHttp(url, {})).follow()
+        assert deadline.expired(), ended.value  # still reading when the time ran out

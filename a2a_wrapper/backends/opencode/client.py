@@ -18,29 +18,21 @@ class OpenCodeClient:
     def __init__(self, workdir: Path, username: str) -> None:
         self._workdir = workdir
         self._username = username
-        self._http: aiohttp.ClientSession | None = None  # the event stream's (event_stream.py)
-        self._calls: JsonHttp | None = None  # every other call's
+        self._calls: JsonHttp | None = None
 
-    async def connect(self, base_url: str, password: str | None, socket: Path | None = None) -> aiohttp.ClientSession:
-        """Requests go to `base_url` from now on (through `socket` when the server is reached by one); the session
-        returned is for the event stream."""
+    async def connect(self, base_url: str, password: str | None, socket: Path | None = None) -> JsonHttp:
+        """Requests go to `base_url` from now on (through `socket` when the server is reached by one); the
+        connections returned are also the event stream's."""
         await self.close()
         headers = {"x-opencode-directory": str(self._workdir)}
         if password:
             headers["Authorization"] = aiohttp.encode_basic_auth(self._username, password)
         self._calls = JsonHttp(base_url, headers, socket)
-        self._http = aiohttp.ClientSession(  # the event stream sets its own timeouts
-            base_url=base_url.rstrip("/") + "/",
-            headers=headers,
-            connector=aiohttp.UnixConnector(path=str(socket)) if socket else None,
-        )
-        return self._http
+        return self._calls
 
     async def close(self) -> None:
         if self._calls is not None:
             await self._calls.close()
-        if self._http is not None:
-            await self._http.close()
 
     async def request(self, method: str, path: str, body: Any = None, timeout: float | None = None) -> Any:
         if self._calls is None:

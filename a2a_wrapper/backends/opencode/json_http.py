@@ -1,12 +1,13 @@
-"""OpenCode's request/response calls (JSON in, JSON out) on HTTP/1.1 connections this module keeps open.
+"""OpenCode's request/response calls (JSON in, JSON out) on HTTP/1.1 connections this module keeps open, and the
+connection of its `/event` stream (read by sse_response.py).
 
-aiohttp still reads OpenCode's `/event` stream (event_stream.py). For the short calls, above all a turn's
+For the short calls, above all a turn's
 `prompt_async`, its client session built a request object, merged headers, filtered cookies, started timers and
 took a connection from its connector for each call. A plain exchange on a kept connection costs the agent less CPU
 for a wrapped trivial turn: 0.2 ms of ~6.6 by bench/cpu_ab.py (-0.10, -0.25, -0.29 per ABBA group) and 0.2-0.6 ms
 in three alternating runs of 200 turns, in a fast hour of this VM; in a slow one, a first cut of it (prompt_async
-alone) saved 0.7-1.3 ms of ~8. This is the one place the project speaks HTTP itself instead of through a library;
-what it speaks is the part of HTTP/1.1 a local JSON API needs:
+alone) saved 0.7-1.3 ms of ~8. With sse_response.py, this is where the project speaks HTTP to OpenCode itself instead of
+through a library; what it speaks is the part of HTTP/1.1 a local JSON API needs:
 
 - a request line, the connection's fixed headers, `Content-Length` and the body;
 - a response with a `Content-Length`, chunked, or ended by closing the connection; `Connection: close` honoured;
@@ -20,8 +21,10 @@ ResponseError (malformed answer) or a TimeoutError; the caller (client.py) says 
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import quote, urlsplit
 
 KEEP_IDLE = 4.0  # seconds a connection waits for its next call before it is closed here
@@ -30,6 +33,7 @@ CONNECT_TIMEOUT = 5.0
 MAX_HEAD = 64 * 1024  # bytes of status line and headers
 REPEATABLE = frozenset({"GET", "PUT", "DELETE"})  # what may be sent twice: HTTP's idempotent methods
 BODILESS = frozenset({204, 304})  # answers that end with their headers
+Reader = TypeVar("Reader", bound=asyncio.Protocol)
 
 
 class ResponseError(Exception):
@@ -58,6 +62,8 @@ class Response:
 class JsonHttp:
     def __init__(self, base_url: str, headers: dict[str, str], socket: Path | None = None) -> None:
         """Calls go to `base_url`'s host and port (through `socket` when given), each with `headers`."""
+        self.base_url = base_url
+        self.headers = dict(headers)
         url = urlsplit(base_url)
         self._host = url.hostname or "127.0.0.1"
         self._port = url.port or 80
@@ -73,7 +79,7 @@ class JsonHttp:
 
     async def request(self, method: str, path: str, body: bytes | None, timeout: float) -> Response:
         """The answer to one call, within `timeout` seconds."""
-        head = self._head(method, path, body)
+        head = self.head(method, path, body)
         async with asyncio.timeout(timeout):
             connection, reused = await self._connection()
             try:
@@ -90,7 +96,16 @@ class JsonHttp:
         for connection in idle:
             connection.close()
 
-    def _head(self, method: str, path: str, body: bytes | None) -> bytes:
+    async def open(self, reader: Callable[[], Reader]) -> tuple[asyncio.Transport, Reader]:
+        """A connection of its own to the server, read by the protocol `reader` makes (which sends its request)."""
+        loop = asyncio.get_running_loop()
+        async with asyncio.timeout(CONNECT_TIMEOUT):
+            if self._socket is not None:
+                return await loop.create_unix_connection(reader, str(self._socket))
+            return await loop.create_connection(reader, self._host, self._port)
+
+    def head(self, method: str, path: str, body: bytes | None = None) -> bytes:
+        """The request's line and headers (the connection's own, and the body's)."""
         target = quote(self._prefix + "/" + path.lstrip("/"), safe="/?=&:@%+,;~!$'()*")
         length = b"" if body is None else b"Content-Type: application/json\r\nContent-Length: %d\r\n" % len(body)
         return f"{method} {target} HTTP/1.1\r\n".encode() + self._headers + length + b"\r\n"
