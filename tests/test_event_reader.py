@@ -5,6 +5,7 @@ silence are each told apart."""
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from typing import Any
@@ -123,6 +124,27 @@ async def test_a_turn_waiting_for_its_first_event_gets_it_before_the_reader_cuts
     assert await first_wake(eager=True) == (delta("1"), 0)
     event, behind = await first_wake(eager=False)  # a turn past its first text: the read's events come together
     assert (event, behind) == (delta("1"), 2)
+
+
+async def test_a_reader_cancelled_mid_stream_closes_its_connection_and_logs_nothing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def answer(writer: asyncio.StreamWriter, _: int, over: asyncio.Event) -> None:
+        writer.write(HEAD + chunk(sse(delta("a"))))
+        await writer.drain()
+        await over.wait()
+
+    async with serving(answer) as (url, _):
+        stream = EventStream("test", JsonHttp(url, {}))
+        subscription = stream.subscribe("ses_1")
+        reader = asyncio.create_task(stream.follow())
+        async with asyncio.timeout(5):
+            assert await subscription.queue.get() == delta("a")
+            reader.cancel()
+            with suppress(asyncio.CancelledError):
+                await reader
+            await asyncio.sleep(0.1)  # the connection's loss reaches the reader's protocol
+    assert [record.getMessage() for record in caplog.records if record.levelno >= logging.WARNING] == []
 
 
 async def test_a_refused_request_and_a_connection_cut_short_raise_and_say_which() -> None:

@@ -55,7 +55,7 @@ class SseResponse(asyncio.Protocol):
     """Sends `request` on the connection it is made for, then hands each event's data of a 200 answer to
     `on_event` (True: it went to a waiting turn). `ended` is done when the answer is: with None when the server
     ended it, else with the error that ended it (a ResponseError for an answer that is not such a stream, an OSError
-    for a lost connection, or what `fail` was given)."""
+    for a lost connection, or what `fail` was given). A reader that stops waiting cancels it."""
 
     def __init__(self, request: bytes, on_event: Callable[[bytes], bool]) -> None:
         loop = asyncio.get_running_loop()
@@ -154,6 +154,8 @@ class SseResponse(asyncio.Protocol):
             self._settle()
 
     def _settle(self) -> None:
+        if self.ended.done():  # cancelled: its reader stopped waiting, and the connection's end is no error
+            return
         if self._end is None:
             self.ended.set_result(None)
         else:
