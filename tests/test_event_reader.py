@@ -14,7 +14,7 @@ import pytest
 
 from a2a_wrapper.backends.opencode import event_stream, sse_response
 from a2a_wrapper.backends.opencode.event_stream import RECONNECTED, EventStream
-from a2a_wrapper.backends.opencode.json_http import JsonHttp, ResponseError
+from a2a_wrapper.backends.opencode.json_http import MAX_HEAD, JsonHttp, ResponseError
 
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
 END = b"0\r\n\r\n"
@@ -160,6 +160,25 @@ async def test_a_refused_request_and_a_connection_cut_short_raise_and_say_which(
     async with serving(cut) as (url, _):
         with pytest.raises(ConnectionError, match="closed the connection before the stream's end"):
             await EventStream("test", JsonHttp(url, {})).follow()
+
+
+async def test_a_large_first_event_in_the_heads_read_is_read_and_a_head_without_end_is_refused() -> None:
+    large = delta("x" * 100_000)
+
+    async def at_once(writer: asyncio.StreamWriter, *_: object) -> None:
+        writer.write(HEAD + chunk(sse(large)) + END)  # the head and 100 kB of event, in one write
+
+    async def endless_head(writer: asyncio.StreamWriter, *_: object) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\n" + b"X-Filler: " + b"y" * (MAX_HEAD + 10))  # no blank line, ever
+
+    async with serving(at_once) as (url, _):
+        stream = EventStream("test", JsonHttp(url, {}))
+        subscription = stream.subscribe("ses_1")
+        await asyncio.wait_for(stream.follow(), 5)
+    assert drained(subscription.queue) == [large]
+    async with serving(endless_head) as (url, _):
+        with pytest.raises(ResponseError, match=f"the answer's head runs past {MAX_HEAD} bytes"):
+            await asyncio.wait_for(EventStream("test", JsonHttp(url, {})).follow(), 5)
 
 
 async def test_a_turn_is_given_only_the_events_it_translates_and_a_subagents_reach_its_parent() -> None:

@@ -1,13 +1,13 @@
 """OpenCode's request/response calls (JSON in, JSON out) on HTTP/1.1 connections this module keeps open, and the
 connection of its `/event` stream (read by sse_response.py).
 
-For the short calls, above all a turn's
-`prompt_async`, its client session built a request object, merged headers, filtered cookies, started timers and
-took a connection from its connector for each call. A plain exchange on a kept connection costs the agent less CPU
-for a wrapped trivial turn: 0.2 ms of ~6.6 by bench/cpu_ab.py (-0.10, -0.25, -0.29 per ABBA group) and 0.2-0.6 ms
-in three alternating runs of 200 turns, in a fast hour of this VM; in a slow one, a first cut of it (prompt_async
-alone) saved 0.7-1.3 ms of ~8. With sse_response.py, this is where the project speaks HTTP to OpenCode itself instead of
-through a library; what it speaks is the part of HTTP/1.1 a local JSON API needs:
+For the short calls, above all a turn's `prompt_async`, aiohttp's client session built a request object, merged
+headers, filtered cookies, started timers and took a connection from its connector for each call. A plain exchange
+on a kept connection costs the agent less CPU for a wrapped trivial turn: 0.2 ms of ~6.6 by bench/cpu_ab.py (-0.10,
+-0.25, -0.29 per ABBA group) and 0.2-0.6 ms in three alternating runs of 200 turns, in a fast hour of this VM; in a
+slow one, a first cut of it (prompt_async alone) saved 0.7-1.3 ms of ~8. Here and in sse_response.py the project
+speaks HTTP to OpenCode itself instead of through a library; what this module speaks is the part of HTTP/1.1 a
+local JSON API needs:
 
 - a request line, the connection's fixed headers, `Content-Length` and the body;
 - a response with a `Content-Length`, chunked, or ended by closing the connection; `Connection: close` honoured;

@@ -1,11 +1,11 @@
 """One HTTP/1.1 response of server-sent events, read by an asyncio protocol as its bytes arrive.
 
 OpenCode's `/event` stream was read through aiohttp: each read woke the reader's task, which took the bytes from a
-StreamReader and iterated them out through two async generators. A trivial turn brings ~21 events, one read each,
-and that path cost the agent ~0.6 ms of CPU a turn (a second, idle reader of the same stream added 0.4-1.0 ms in
-three runs of 200 turns). Here the loop hands each read to `data_received`: httptools (uvicorn's C parser, llhttp)
-takes the chunked framing off, the SSE splitter cuts the events out, and each event's data goes to `on_event` in
-that same callback, with no task between the socket and the turn's queue.
+StreamReader and iterated the events out through two async generators. Here the loop hands each read to
+`data_received`: httptools (uvicorn's C parser, llhttp) takes the chunked framing off, the SSE splitter cuts the
+events out, and each event's data goes to `on_event` in that same callback, with no task between the socket and
+the turn's queue. The agent's CPU a wrapped trivial turn (~20 events) fell by 0.30 ms of 5.8 (bench/cpu_ab.py, -0.27,
+-0.54, -0.08 per ABBA group); a second, idle aiohttp reader of the same stream had cost 0.4-1.0 ms a turn.
 
 `on_event` says whether the event went to a turn that was waiting for it; then, while more events of the read are
 in hand, the loop is handed over at once (the turn's first text crosses a2a-sdk's queues before the reader cuts
@@ -80,13 +80,13 @@ class SseResponse(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self.received += len(data)
         self._share.began()
-        if self._heading and self.received > MAX_HEAD:
-            self.fail(ResponseError(f"the answer's head runs past {MAX_HEAD} bytes"))
-            return
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserError as exc:
             self.fail(ResponseError(f"not an HTTP/1.1 answer as expected: {exc}"))
+            return
+        if self._heading and self.received > MAX_HEAD:
+            self.fail(ResponseError(f"the answer's head runs past {MAX_HEAD} bytes"))
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._finish(exc or ConnectionResetError("the server closed the connection before the stream's end"))
