@@ -93,12 +93,14 @@ async def test_every_event_reaches_its_turn_once_and_in_order_however_the_bytes_
     assert stream.connected.is_set()
 
 
-async def first_wake(eager: bool) -> tuple[dict[str, Any], int]:
-    """The event a turn waiting on its queue wakes with, when three arrive in one read, and how many more were in
-    its queue by then."""
+async def first_wake(eager: bool, chunked: bool) -> tuple[dict[str, Any], int]:
+    """The event a turn waiting on its queue wakes with, when three arrive in one read (in one chunk, or each in a
+    chunk of its own as OpenCode sends them), and how many more were in its queue by then."""
+    events = (delta("1"), delta("2"), delta("3"))
+    body = b"".join(chunk(sse(event)) for event in events) if chunked else chunk(sse(*events))
 
     async def answer(writer: asyncio.StreamWriter, _: int, over: asyncio.Event) -> None:
-        writer.write(HEAD + chunk(sse(delta("1"), delta("2"), delta("3"))))
+        writer.write(HEAD + body)
         await writer.drain()
         await over.wait()
 
@@ -121,9 +123,10 @@ async def test_a_turn_waiting_for_its_first_event_gets_it_before_the_reader_cuts
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(sse_response, "READ_SLICE", 10.0)  # no read here lasts a slice, however slow the machine
-    assert await first_wake(eager=True) == (delta("1"), 0)
-    event, behind = await first_wake(eager=False)  # a turn past its first text: the read's events come together
-    assert (event, behind) == (delta("1"), 2)
+    for chunked in (False, True):
+        assert await first_wake(eager=True, chunked=chunked) == (delta("1"), 0)
+        # a turn past its first text: the read's events come together
+        assert await first_wake(eager=False, chunked=chunked) == (delta("1"), 2)
 
 
 async def test_a_reader_cancelled_mid_stream_closes_its_connection_and_logs_nothing(

@@ -65,7 +65,8 @@ class SseResponse(asyncio.Protocol):
         self._parser = httptools.HttpResponseParser(self)
         self._splitter = SseSplitter()
         self._share = LoopShare(loop.time)
-        self._held: deque[bytes] = deque()  # events of a read still to hand over, after a hand-over of the loop
+        self._held: deque[bytes] = deque()  # events of the last read not handed over yet
+        self._paused = False  # the socket, while events of a read wait for the loop's next pass
         self._end: BaseException | None = None  # how the answer ended, kept until the held events are handed over
         self._ending = False
         self._heading = True  # still in the status line and headers
@@ -81,12 +82,14 @@ class SseResponse(asyncio.Protocol):
         self.received += len(data)
         self._share.began()
         try:
-            self._parser.feed_data(data)
+            self._parser.feed_data(data)  # the read's events go to _held (on_body)
         except httptools.HttpParserError as exc:
             self.fail(ResponseError(f"not an HTTP/1.1 answer as expected: {exc}"))
             return
         if self._heading and self.received > MAX_HEAD:
             self.fail(ResponseError(f"the answer's head runs past {MAX_HEAD} bytes"))
+        elif not self._paused:
+            self._hand_over()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._finish(exc or ConnectionResetError("the server closed the connection before the stream's end"))
@@ -109,48 +112,49 @@ class SseResponse(asyncio.Protocol):
             self.fail(ResponseError(f"the server answered {status} to the event stream's request"))
 
     def on_body(self, body: bytes) -> None:
-        if self.ended.done():
-            return
-        datas = self._splitter.feed(body)
-        if self._held:
-            self._held.extend(datas)  # behind what waits for the loop's next pass
-        else:
-            self._hand_over(deque(datas))
+        if not self.ended.done():
+            self._held.extend(self._splitter.feed(body))
 
     def on_message_complete(self) -> None:
         self._finish(None)
 
-    def _hand_over(self, datas: deque[bytes]) -> None:
-        while datas:
+    def _hand_over(self) -> None:
+        """Hands the events in hand over one by one until the loop is to be handed over; the rest then waits for its
+        next pass, the socket paused meanwhile."""
+        held = self._held
+        while held:
             try:
-                urgent = self._on_event(datas.popleft())
+                urgent = self._on_event(held.popleft())
             except Exception as exc:  # the stream's owner logs it and reads on from a new connection
                 self.fail(exc)
                 return
-            if self._share.after(urgent, bool(datas)):
-                self._held = datas
-                if self._transport is not None and not self._transport.is_closing():
-                    self._transport.pause_reading()
+            if self._share.after(urgent, bool(held)):
+                self._pause(True)
                 self._loop.call_soon(self._go_on)
                 return
-
-    def _go_on(self) -> None:
-        if self.ended.done():
-            return
-        datas, self._held = self._held, deque()
-        self._hand_over(datas)
-        if self._held:
-            return
         if self._ending:
             self._settle()
-        elif self._transport is not None and not self._transport.is_closing():
-            self._transport.resume_reading()
+        else:
+            self._pause(False)
+
+    def _go_on(self) -> None:
+        if not self.ended.done():
+            self._hand_over()
+
+    def _pause(self, paused: bool) -> None:
+        transport = self._transport
+        if paused != self._paused and transport is not None and not transport.is_closing():
+            if paused:
+                transport.pause_reading()
+            else:
+                transport.resume_reading()
+        self._paused = paused
 
     def _finish(self, exc: BaseException | None) -> None:
         if self.ended.done() or self._ending:
             return
         self._end, self._ending = exc, True
-        if not self._held:  # else once they are handed over
+        if not self._held and not self._paused:  # else once they are handed over
             self._settle()
 
     def _settle(self) -> None:
