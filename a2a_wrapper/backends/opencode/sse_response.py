@@ -9,9 +9,9 @@ the turn's queue. The agent's CPU a wrapped trivial turn (~20 events) fell by 0.
 
 `on_event` says whether the event went to a turn that was waiting for it; then, while more events of the read are
 in hand, the loop is handed over at once (the turn's first text crosses a2a-sdk's queues before the reader cuts
-out the rest of the burst) and for HURRY after it; in a long read, every READ_SLICE. The rest of the read waits
-for the loop's next pass, the socket paused meanwhile, so events keep their order. Between two reads the loop
-always runs what else is ready.
+out the rest of the burst) and for HURRY after it; in a long read, every READ_SLICE. The rest of the read, and any
+read that comes meanwhile, waits in hand for the loop's next pass, so events keep their order. Between two reads
+the loop always runs what else is ready.
 """
 
 import asyncio
@@ -66,7 +66,7 @@ class SseResponse(asyncio.Protocol):
         self._splitter = SseSplitter()
         self._share = LoopShare(loop.time)
         self._held: deque[bytes] = deque()  # events of the last read not handed over yet
-        self._paused = False  # the socket, while events of a read wait for the loop's next pass
+        self._going_on = False  # a pass of the loop is awaited to hand over the rest of what is in hand
         self._end: BaseException | None = None  # how the answer ended, kept until the held events are handed over
         self._ending = False
         self._heading = True  # still in the status line and headers
@@ -88,7 +88,7 @@ class SseResponse(asyncio.Protocol):
             return
         if self._heading and self.received > MAX_HEAD:
             self.fail(ResponseError(f"the answer's head runs past {MAX_HEAD} bytes"))
-        elif not self._paused:
+        elif not self._going_on:  # else the read's events wait behind those in hand
             self._hand_over()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -119,8 +119,8 @@ class SseResponse(asyncio.Protocol):
         self._finish(None)
 
     def _hand_over(self) -> None:
-        """Hands the events in hand over one by one until the loop is to be handed over; the rest then waits for its
-        next pass, the socket paused meanwhile."""
+        """Hands the events in hand over one by one until the loop is to be handed over; the rest, and whatever
+        the socket brings meanwhile, then waits for its next pass."""
         held = self._held
         while held:
             try:
@@ -129,32 +129,22 @@ class SseResponse(asyncio.Protocol):
                 self.fail(exc)
                 return
             if self._share.after(urgent, bool(held)):
-                self._pause(True)
+                self._going_on = True
                 self._loop.call_soon(self._go_on)
                 return
         if self._ending:
             self._settle()
-        else:
-            self._pause(False)
 
     def _go_on(self) -> None:
+        self._going_on = False
         if not self.ended.done():
             self._hand_over()
-
-    def _pause(self, paused: bool) -> None:
-        transport = self._transport
-        if paused != self._paused and transport is not None and not transport.is_closing():
-            if paused:
-                transport.pause_reading()
-            else:
-                transport.resume_reading()
-        self._paused = paused
 
     def _finish(self, exc: BaseException | None) -> None:
         if self.ended.done() or self._ending:
             return
         self._end, self._ending = exc, True
-        if not self._held and not self._paused:  # else once they are handed over
+        if not self._held and not self._going_on:  # else once they are handed over
             self._settle()
 
     def _settle(self) -> None:
