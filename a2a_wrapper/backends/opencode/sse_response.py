@@ -65,7 +65,7 @@ class SseResponse(asyncio.Protocol):
         self._parser = httptools.HttpResponseParser(self)
         self._splitter = SseSplitter()
         self._share = LoopShare(loop.time)
-        self._held: deque[bytes] = deque()  # events of the last read not handed over yet
+        self._held: deque[bytes] = deque()  # events read and not handed over yet
         self._going_on = False  # a pass of the loop is awaited to hand over the rest of what is in hand
         self._end: BaseException | None = None  # how the answer ended, kept until the held events are handed over
         self._ending = False
