@@ -4,8 +4,8 @@ OpenCode's `/event` stream was read through aiohttp: each read woke the reader's
 StreamReader and iterated the events out through two async generators. Here the loop hands each read to
 `data_received`: httptools (uvicorn's C parser, llhttp) takes the chunked framing off, the SSE splitter cuts the
 events out, and each event's data goes to `on_event` in that same callback, with no task between the socket and
-the turn's queue. The agent's CPU a wrapped trivial turn (~20 events) fell by 0.30 ms of 5.8 (bench/cpu_ab.py, -0.27,
--0.54, -0.08 per ABBA group); a second, idle aiohttp reader of the same stream had cost 0.4-1.0 ms a turn.
+the turn's queue. The agent's CPU a wrapped trivial turn (~20 events) fell by 0.25 ms of 5.5 (bench/cpu_ab.py, -0.26,
+-0.56, +0.05 per ABBA group); a second, idle aiohttp reader of the same stream had cost 0.4-1.0 ms a turn.
 
 `on_event` says whether the event went to a turn that was waiting for it; then, while more events of the read are
 in hand, the loop is handed over at once (the turn's first text crosses a2a-sdk's queues before the reader cuts
