@@ -235,6 +235,35 @@ async def test_a_stream_lost_and_regained_tells_its_turns_that_events_may_be_mis
     assert len(heads) == 2
 
 
+async def test_a_backend_restarted_at_a_new_address_is_read_at_once_though_the_old_connection_hangs() -> None:
+    asked = asyncio.Event()
+
+    async def hangs(writer: asyncio.StreamWriter, _: int, over: asyncio.Event) -> None:
+        asked.set()
+        await over.wait()  # takes the request and never answers, as a sandbox's socket may for a server starting
+
+    async def answers(writer: asyncio.StreamWriter, _: int, over: asyncio.Event) -> None:
+        writer.write(HEAD + chunk(sse(delta("from the new address"))))
+        await writer.drain()
+        await over.wait()
+
+    async with serving(hangs) as (old, _), serving(answers) as (new, _):
+        stream = EventStream("test", JsonHttp(old, {}))
+        subscription = stream.subscribe("ses_1")
+        reader = asyncio.create_task(stream.run())
+        try:
+            async with asyncio.timeout(5):
+                await asked.wait()
+                stream.use(JsonHttp(new, {}))
+                restarted = asyncio.get_running_loop().time()
+                assert await subscription.queue.get() == delta("from the new address")
+            assert asyncio.get_running_loop().time() - restarted < 0.2  # no backoff, no silence bound waited out
+        finally:
+            reader.cancel()
+            with suppress(asyncio.CancelledError):
+                await reader
+
+
 def beating(interval: float | None) -> Answer:
     """One event, then a heartbeat every `interval` seconds (None: nothing more) until the test is over."""
 

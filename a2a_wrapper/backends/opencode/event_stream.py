@@ -5,9 +5,11 @@ life (see notes/opencode.md §7). Events of child sessions (the `task` tool) go 
 """
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from a2a_wrapper import fast_json
@@ -23,6 +25,7 @@ RECONNECTED = "a2a-wrapper.reconnected"  # synthetic event: events may have been
 BACKEND_EXITED = "a2a-wrapper.backend-exited"  # synthetic event: the OpenCode process died
 EventQueue = PacedQueue[dict[str, Any]]
 RECONNECT_BACKOFF = Backoff(backoff=0.25, max_backoff=5.0, window=60.0)
+MOVED = partial(ConnectionResetError, "the backend restarted at a new address")
 SILENCE = 45.0  # seconds without a byte before the stream counts as lost (OpenCode's heartbeat comes every ~10 s)
 
 
@@ -98,11 +101,17 @@ class EventStream:
         self._queues: dict[str, list[Subscription]] = {}
         self._parents: dict[str, str] = {}
         self._reconnected = False  # no event read since a reconnect: the first one is preceded by RECONNECTED
+        self._reading: SseResponse | None = None  # the connection's answer, while one is open
+        self._moved = asyncio.Event()  # a new address to read from at once
         self.connected = asyncio.Event()
 
     def use(self, http: JsonHttp) -> None:
-        """A restarted backend: the next reconnect goes to its new address."""
+        """A restarted backend: the stream reads from its new address at once. A connection still open to the old
+        one is dropped: it may hang where the old server stood (the sandbox's socket answers for the new one)."""
         self._http = http
+        self._moved.set()
+        if self._reading is not None:
+            self._reading.fail(MOVED())
 
     def subscribe(self, session_id: str) -> Subscription:
         subscription = Subscription()
@@ -143,17 +152,27 @@ class EventStream:
                 lost = CrashHistory(RECONNECT_BACKOFF)
                 self._reconnected = True
             self.connected.clear()
-            await asyncio.sleep(lost.delay(loop.time()))
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(lost.delay(loop.time())):
+                    await self._moved.wait()
+            if self._moved.is_set():
+                self._moved.clear()
+                lost = CrashHistory(RECONNECT_BACKOFF)
 
     async def follow(self) -> None:
         """Reads one connection's stream, each event routed as it arrives; returns when the server ends it, raises
         what ended it otherwise (OSError, ResponseError, TimeoutError after SILENCE without a byte)."""
+        self._moved.clear()
         response = SseResponse(self._http.head("GET", "/event"), self._deliver)
         transport, _ = await self._http.open(lambda: response)
         silence = SilenceWatch(lambda: response.received, response.fail, SILENCE)
+        self._reading = response
+        if self._moved.is_set():  # the backend restarted while this connected to its old address
+            response.fail(MOVED())
         try:
             await response.ended
         finally:
+            self._reading = None
             silence.cancel()
             transport.close()
 
