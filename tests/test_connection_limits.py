@@ -169,6 +169,39 @@ async def test_connections_past_the_cap_get_503_until_one_closes() -> None:
     assert head.startswith(b"HTTP/1.1 200") and body == b"ok"
 
 
+async def refusing(scope: Scope, receive: Receive, send: Send) -> None:
+    """Refuses every request at once and closes, never reading its body."""
+    headers = [(b"content-length", b"7"), (b"connection", b"close")]
+    await send({"type": "http.response.start", "status": 413, "headers": headers})
+    await send({"type": "http.response.body", "body": b"refused"})
+
+
+async def flood(writer: asyncio.StreamWriter) -> None:
+    """Body bytes as fast as the connection takes them, until the server stops listening."""
+    chunk = b"x" * 65536
+    try:
+        while True:
+            writer.write(chunk)
+            await writer.drain()
+    except ConnectionError:
+        return
+
+
+async def test_a_refusal_sent_while_the_client_still_sends_its_body_arrives_whole() -> None:
+    head = b"POST / HTTP/1.1\r\nHost: test\r\nContent-Length: 1000000000\r\n\r\n"
+    settings = ServerSettings(port=free_port())
+    async with asyncio.timeout(10), served_app(refusing, settings), connected(settings) as (reader, writer):
+        writer.write(head)
+        flooding = asyncio.create_task(flood(writer))
+        await asyncio.sleep(0.2)  # the refusal is sent, the server closed, and the client still sends
+        try:
+            received, _ = await until_closed(reader)
+        finally:
+            flooding.cancel()
+            await asyncio.gather(flooding, return_exceptions=True)
+    assert received.startswith(b"HTTP/1.1 413") and received.endswith(b"\r\n\r\nrefused")  # not lost to a reset
+
+
 @pytest.mark.slow
 async def test_a_body_trickled_past_its_deadline_gets_408_and_never_reaches_the_agent(
     make_settings: SettingsFactory, offline_model: OfflineModel, http: httpx.AsyncClient

@@ -14,7 +14,8 @@ trivial turn's) with one deadline for what the connection waits for from the cli
 
 Headers still incomplete past 16 KiB get 400 and the connection closes (h11's bound: llhttp has none).
 
-Past its deadline the connection closes. Reading a body the app wants is bounded in the app (BodyLimit, which
+Past its deadline the connection closes. A close while the client is still sending lingers
+(`lingering_close`), so the response sent before it is not lost to a reset. Reading a body the app wants is bounded in the app (BodyLimit, which
 can still answer 408). Nothing bounds writing a response: a long SSE stream runs until it ends. A connection
 opened while `max_connections` are open gets 503 in the binding's shape for its request, and is closed.
 """
@@ -28,6 +29,7 @@ import httptools
 from starlette.types import Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from a2a_wrapper.frontend.edge.lingering_close import LingeringTransport
 from a2a_wrapper.frontend.edge.refusal import BUSY, client_name, refuse
 
 log = logging.getLogger(__name__)
@@ -63,7 +65,8 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
     _reading_body_behind_head = False  # a new parser reads the head put before an unmade upgrade's body
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+        self._lingering = LingeringTransport(transport, self._client_may_be_sending)
+        super().connection_made(self._lingering)
         if len(self.connections) > self.connection_limits.max_connections:
             self.app = self._refuse_busy  # answers this connection's request, then closes it
         self._watch()
@@ -73,6 +76,8 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        if self._lingering.lingering:
+            return  # closed to the app: dropped
         self._unset_keepalive_if_required()
         self._feed(data)  # the parser's callbacks below run in here
         if self._in_headers and not self.transport.is_closing():
@@ -80,6 +85,10 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             if self._header_bytes > MAX_HEADER_BYTES:  # llhttp holds headers of any size: h11's bound, kept
                 self.send_400_response("The request's headers are larger than 16 KiB.")
         self._watch()
+
+    def _client_may_be_sending(self) -> bool:
+        """A request is begun and not yet whole."""
+        return self._header_bytes > 0 if self._in_headers else not self._request_whole
 
     def _feed(self, data: bytes) -> None:
         """uvicorn's `data_received` but for an upgrade it does not make (h2c, a WebSocket: this server speaks
