@@ -162,7 +162,6 @@ class EventStream:
     async def follow(self) -> None:
         """Reads one connection's stream, each event routed as it arrives; returns when the server ends it, raises
         what ended it otherwise (OSError, ResponseError, TimeoutError after SILENCE without a byte)."""
-        self._moved.clear()
         response = SseResponse(self._http.head("GET", "/event"), self._deliver)
         transport, _ = await self._http.open(lambda: response)
         silence = SilenceWatch(lambda: response.received, response.fail, SILENCE)

@@ -117,12 +117,10 @@ class JsonHttp:
             if connection.usable(now):
                 return connection, True
             connection.close()
-        async with asyncio.timeout(CONNECT_TIMEOUT):
-            if self._socket is not None:
-                reader, writer = await asyncio.open_unix_connection(self._socket, limit=MAX_HEAD)
-            else:
-                reader, writer = await asyncio.open_connection(self._host, self._port, limit=MAX_HEAD)
-        return _Connection(reader, writer), False
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=MAX_HEAD, loop=loop)  # what asyncio.open_connection builds, on `open`
+        transport, protocol = await self.open(lambda: asyncio.StreamReaderProtocol(reader, loop=loop))
+        return _Connection(reader, asyncio.StreamWriter(transport, protocol, reader, loop)), False
 
     async def _exchange(self, connection: _Connection, head: bytes, body: bytes | None) -> Response:
         kept = False

@@ -68,7 +68,7 @@ class SseResponse(asyncio.Protocol):
         self._held: deque[bytes] = deque()  # events read and not handed over yet
         self._going_on = False  # a pass of the loop is awaited to hand over the rest of what is in hand
         self._end: BaseException | None = None  # how the answer ended, kept until the held events are handed over
-        self._ending = False
+        self._ending = False  # _end holds how it ended (None: the server ended the stream)
         self._heading = True  # still in the status line and headers
         self._transport: asyncio.Transport | None = None
         self.received = 0  # bytes, for a watch on the server's silence

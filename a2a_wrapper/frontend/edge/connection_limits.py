@@ -14,10 +14,11 @@ trivial turn's) with one deadline for what the connection waits for from the cli
 
 Headers still incomplete past 16 KiB get 400 and the connection closes (h11's bound: llhttp has none).
 
-Past its deadline the connection closes. A close while the client is still sending lingers
-(`lingering_close`), so the response sent before it is not lost to a reset. Reading a body the app wants is bounded in the app (BodyLimit, which
-can still answer 408). Nothing bounds writing a response: a long SSE stream runs until it ends. A connection
-opened while `max_connections` are open gets 503 in the binding's shape for its request, and is closed.
+Past its deadline the connection closes. A close while the client is still sending lingers (`lingering_close`),
+so the response sent before it is not lost to a reset. Reading a body the app wants is bounded in the app
+(BodyLimit, which can still answer 408). Nothing bounds writing a response: a long SSE stream runs until it ends.
+A connection opened while `max_connections` are open gets 503 in the binding's shape for its request, and is
+closed.
 """
 
 import asyncio
