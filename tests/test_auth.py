@@ -27,6 +27,15 @@ from tests.helpers.a2a_wire import V1, task_answer, user_message
 from tests.helpers.auth import AUTH, CI_KEY, KEYS, ORCHESTRATOR_KEY, api_key, bearer
 from tests.helpers.cli import a2a_wrap, check_output
 
+UNAUTHENTICATED_DETAILS = [  # as a2a-sdk details its errors, in this product's domain: the reason is not A2A's
+    {
+        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+        "reason": "UNAUTHENTICATED",
+        "domain": "a2a-wrapper",
+        "metadata": {},
+    }
+]
+
 
 @pytest.fixture
 def keys(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -143,9 +152,10 @@ async def test_requests_without_a_valid_key_get_401(
             answer = response.json()
             if url == guarded.jsonrpc:
                 assert (answer["jsonrpc"], answer["id"], answer["error"]["code"]) == ("2.0", None, -32000)
-                assert answer["error"]["data"] == {"reason": "UNAUTHENTICATED"}
+                assert answer["error"]["data"] == UNAUTHENTICATED_DETAILS
             else:
                 assert (answer["error"]["code"], answer["error"]["status"]) == (401, "UNAUTHENTICATED")
+                assert answer["error"]["details"] == UNAUTHENTICATED_DETAILS
     requests = (await http.get(guarded.model.url + "/control/requests")).json()
     assert not any(refused in str(r) for r in requests)
     assert not any(key in caplog.text for key in KEYS.values())

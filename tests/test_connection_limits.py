@@ -165,6 +165,7 @@ async def test_connections_past_the_cap_get_503_until_one_closes() -> None:
     assert status.startswith(b"HTTP/1.1 503") and b"retry-after: 1" in status.lower()
     error = json.loads(rest)["error"]
     assert error["code"] == 503 and error["status"] == "UNAVAILABLE"
+    assert [(detail["reason"], detail["domain"]) for detail in error["details"]] == [("UNAVAILABLE", "a2a-wrapper")]
     assert "limit of 3 open connections" in error["message"]
     assert head.startswith(b"HTTP/1.1 200") and body == b"ok"
 
@@ -220,7 +221,7 @@ async def test_a_body_trickled_past_its_deadline_gets_408_and_never_reaches_the_
     status, _, rest = answer.partition(b"\r\n\r\n")
     assert status.startswith(b"HTTP/1.1 408") and b"connection: close" in status.lower()
     error = json.loads(rest)["error"]
-    assert error["code"] == -32600 and error["data"]["reason"] == "DEADLINE_EXCEEDED"
+    assert error["code"] == -32600 and [detail["reason"] for detail in error["data"]] == ["DEADLINE_EXCEEDED"]
     assert "not received whole within 1 seconds" in error["message"]
     assert 0.9 <= seconds < 4
     assert not any(prompt in str(request) for request in requests)

@@ -40,6 +40,15 @@ def request(**fields: Any) -> bytes:
     return json.dumps({"jsonrpc": "2.0", "method": "GetTask", "params": {"id": "t"}, **fields}).encode()
 
 
+def error_info(reason: str) -> list[dict[str, Any]]:
+    """A JSON-RPC error's `data` as a2a-sdk writes it for an A2A error."""
+    info = {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason, "domain": "a2a-protocol.org"}
+    return [{**info, "metadata": {}}]
+
+
+DETAILS = {-32600: error_info("INVALID_REQUEST"), -32009: error_info("VERSION_NOT_SUPPORTED")}
+
+
 @pytest.mark.parametrize(
     ("body", "code", "says"),
     [
@@ -61,6 +70,7 @@ async def test_what_cannot_be_a_request_gets_its_code_and_never_reaches_the_sdk(
     answer = response.json()
     assert (response.status_code, answer["jsonrpc"], answer["error"]["code"]) == (200, "2.0", code)
     assert says in answer["error"]["message"] and answer["id"] is None
+    assert answer["error"].get("data") == DETAILS.get(code), "as a2a-sdk details its own errors (-32700: none)"
     assert inner.bodies == []
 
 
@@ -93,7 +103,7 @@ async def test_a_1_0_method_without_the_version_header_is_told_to_send_it() -> N
     async with httpx.AsyncClient(transport=transport, base_url="http://agent") as client:
         response = await client.post(PATH, content=request(id=7))
     answer = response.json()
-    assert answer["id"] == 7 and answer["error"]["code"] == -32009
+    assert answer["id"] == 7 and answer["error"]["code"] == -32009 and answer["error"]["data"] == DETAILS[-32009]
     message = answer["error"]["message"]
     assert "send the header `A2A-Version: 1.0`" in message and "GetTask" in message
     assert inner.bodies == []
@@ -111,7 +121,7 @@ async def test_a_1_0_method_without_the_version_header_is_told_to_send_it() -> N
 async def test_a_0_3_method_sent_as_1_0_is_told_the_1_0_method(method: str, version: str, method_1_0: str) -> None:
     response, inner = await post(request(id=5, method=method), {"A2A-Version": version})
     answer = response.json()
-    assert answer["id"] == 5 and answer["error"]["code"] == -32009
+    assert answer["id"] == 5 and answer["error"]["code"] == -32009 and answer["error"]["data"] == DETAILS[-32009]
     message = answer["error"]["message"]
     assert f"{method} is an A2A 0.3 method" in message and f"`A2A-Version: {version}`" in message
     assert f"call {method_1_0} (A2A 1.0)" in message and "without the header" in message

@@ -13,21 +13,24 @@ internal error (its 0.3 adapter has no code for the version error). Here, in ord
 - a 0.3 method (`message/send`, …) with an `A2A-Version` other than 0.x: -32009 with a sentence naming the 1.0
   method to call instead (or saying to drop the header).
 
-Anything else, valid JSON or not, goes to the SDK as it came.
+Anything else, valid JSON or not, goes to the SDK as it came. The -32600 and -32009 errors are built as the SDK
+builds its own, with a `google.rpc.ErrorInfo` in `data`; -32700 has none, as the SDK's own has none.
 """
 
 import json
 import re
 from typing import Any
 
+from a2a.server.request_handlers.response_helpers import build_error_response
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
+from a2a.utils.errors import InvalidRequestError, VersionNotSupportedError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from a2a_wrapper.frontend.edge.http_edge import read_body, replay
 
 MAX_DEPTH = 64
 MAX_ID = 2**53 - 1
-PARSE_ERROR, INVALID_REQUEST, VERSION_NOT_SUPPORTED = -32700, -32600, -32009
+PARSE_ERROR = -32700
 METHODS_1_0 = frozenset(JsonRpcDispatcher.METHOD_TO_MODEL)
 NEEDS_VERSION = (
     "{method} is an A2A 1.0 method: send the header `A2A-Version: 1.0` with it (a request without the header is "
@@ -74,7 +77,8 @@ def _check(body: bytes, version: str) -> tuple[dict[str, Any] | None, bool]:
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return _error(PARSE_ERROR, f"Parse error: the body is not UTF-8 (byte {exc.start})"), False
+        error = {"code": PARSE_ERROR, "message": f"Parse error: the body is not UTF-8 (byte {exc.start})"}
+        return {"jsonrpc": "2.0", "id": None, "error": error}, False
     try:
         request = json.loads(text)
     except RecursionError:
@@ -89,8 +93,8 @@ def _check(body: bytes, version: str) -> tuple[dict[str, Any] | None, bool]:
         return None, True
     request_id = request["id"]
     if not _valid_id(request_id):
-        return _error(INVALID_REQUEST, "Invalid Request: the id must be a string, null or an integer of at most "
-                      f"{MAX_ID} in size"), False  # fmt: skip
+        sentence = f"Invalid Request: the id must be a string, null or an integer of at most {MAX_ID} in size"
+        return build_error_response(None, InvalidRequestError(message=sentence)), False
     return _version_refusal(request.get("method"), version, request_id), False
 
 
@@ -98,15 +102,20 @@ def _version_refusal(method: object, version: str, request_id: object) -> dict[s
     """-32009 for a method of one A2A version asked for with another; a2a-sdk reads no header (or an empty one)
     as 0.3 and takes any 0.x for it."""
     if method in METHODS_1_0 and not version:
-        return _error(VERSION_NOT_SUPPORTED, NEEDS_VERSION.format(method=method), request_id)
+        return _version_error(NEEDS_VERSION.format(method=method), request_id)
     if isinstance(method, str) and method in METHODS_0_3 and version and version.split(".")[0] != "0":
         sentence = NEEDS_NO_VERSION.format(method=method, version=version, method_1_0=METHODS_0_3[method])
-        return _error(VERSION_NOT_SUPPORTED, sentence, request_id)
+        return _version_error(sentence, request_id)
     return None
 
 
 def _too_deep() -> dict[str, Any]:
-    return _error(INVALID_REQUEST, f"Invalid Request: arrays and objects nest past {MAX_DEPTH} levels")
+    sentence = f"Invalid Request: arrays and objects nest past {MAX_DEPTH} levels"
+    return build_error_response(None, InvalidRequestError(message=sentence))
+
+
+def _version_error(sentence: str, request_id: object) -> dict[str, Any]:
+    return build_error_response(request_id, VersionNotSupportedError(message=sentence))  # type: ignore[arg-type]
 
 
 def _valid_id(value: object) -> bool:
@@ -136,10 +145,6 @@ def _version(scope: Scope) -> str:
     """The request's `A2A-Version`, "" without one."""
     values = (value for name, value in scope.get("headers") or [] if name == b"a2a-version")
     return next(values, b"").decode("latin-1").strip()
-
-
-def _error(code: int, message: str, request_id: object = None) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
 
 def _silenced(send: Send) -> Send:
