@@ -110,6 +110,25 @@ async def test_malformed_jsonrpc_and_unknown_method(agent: ServedAgent, http: ht
     assert no_task["error"]["code"] == -32001
 
 
+async def test_a_served_path_asked_with_another_method_gets_405_and_what_it_allows(
+    agent: ServedAgent, http: httpx.AsyncClient
+) -> None:
+    asked = {
+        ("GET", agent.jsonrpc): "POST",
+        ("PUT", agent.rest + "/tasks/some-task"): "GET, HEAD",
+        ("DELETE", agent.rest + "/message:send"): "POST",
+        ("POST", agent.url + "/health"): "GET, HEAD",
+        ("POST", agent.url + "/.well-known/agent-card.json"): "GET, HEAD",
+    }
+    for (method, url), allowed in asked.items():
+        response = await http.request(method, url, headers=V1)
+        assert (response.status_code, response.headers.get("allow")) == (405, allowed), (method, url)
+    unknown = await http.post(agent.url + "/no/such/path", headers=V1)
+    assert unknown.status_code == 404 and "location" not in unknown.headers, "no redirect to a slashed path"
+    tenant = await http.delete(agent.url + "/some-tenant/tasks", headers=V1)
+    assert tenant.status_code == 404
+
+
 async def test_oversize_body_is_refused_not_truncated(make_settings, offline_model, http: httpx.AsyncClient) -> None:  # type: ignore[no-untyped-def]
     from tests.conftest import serving
 

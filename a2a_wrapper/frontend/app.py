@@ -17,7 +17,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Mount, Route
+from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.types import ASGIApp
 
 from a2a_wrapper.backends.base import Backend
@@ -32,6 +32,7 @@ from a2a_wrapper.frontend.edge.event_stream_response import use_event_streams
 from a2a_wrapper.frontend.edge.http_edge import LastModified, SlashFree
 from a2a_wrapper.frontend.edge.jsonrpc_edge import JsonRpcEdge
 from a2a_wrapper.frontend.edge.message_edge import MessageEdge
+from a2a_wrapper.frontend.edge.method_not_allowed import method_not_allowed
 from a2a_wrapper.frontend.edge.rest_edge import eager_v03_streams
 from a2a_wrapper.frontend.edge.version_param import VersionParam
 from a2a_wrapper.frontend.executor import TurnExecutor
@@ -102,15 +103,15 @@ def build_app(
             MessageEdge, limits=limits or MessageLimits.from_settings(ServerSettings()), jsonrpc_path=JSONRPC_PATH
         ),
     ]
-    app = Starlette(
-        routes=[
-            *card_routes(card, CARD_PATH, CARD_CACHE),
-            Route("/health", health, methods=["GET"]),
-            *([Route("/metrics", scrape, methods=["GET"])] if metrics is not None else []),
-            *([operator] if operator is not None else []),  # its own key, outside the callers' guards
-            Mount("", routes=a2a_routes, middleware=guards),  # everything else, the SDK's tenant paths included
-        ]
-    )
+    routes = [
+        *card_routes(card, CARD_PATH, CARD_CACHE),
+        Route("/health", health, methods=["GET"]),
+        *([Route("/metrics", scrape, methods=["GET"])] if metrics is not None else []),
+        *([operator] if operator is not None else []),  # its own key, outside the callers' guards
+        # everything else, the SDK's tenant paths included; no redirect to a path with a slash: SlashFree drops it
+        Mount("", app=Router(a2a_routes, redirect_slashes=False), middleware=guards),
+    ]
+    app = Starlette(routes=routes, exception_handlers={404: method_not_allowed([*routes[:-1], *a2a_routes])})
     return VersionParam(SlashFree(LastModified(app, CARD_PATH, time.time())))
 
 
