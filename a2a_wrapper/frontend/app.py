@@ -34,6 +34,7 @@ from a2a_wrapper.frontend.edge.jsonrpc_edge import JsonRpcEdge
 from a2a_wrapper.frontend.edge.message_edge import MessageEdge
 from a2a_wrapper.frontend.edge.method_not_allowed import method_not_allowed
 from a2a_wrapper.frontend.edge.rest_edge import eager_v03_streams
+from a2a_wrapper.frontend.edge.rest_version import RestVersionEdge
 from a2a_wrapper.frontend.edge.version_param import VersionParam
 from a2a_wrapper.frontend.executor import TurnExecutor
 from a2a_wrapper.frontend.handler.attempts import Attempts, ClaimedTaskIds
@@ -89,14 +90,16 @@ def build_app(
         assert metrics is not None
         return Response(await metrics.exposition(), media_type=CONTENT_TYPE)
 
+    rest_routes = eager_v03_streams(
+        create_rest_routes(handler, context_builder=context_builder, enable_v0_3_compat=True, path_prefix=REST_PATH)
+    )
     a2a_routes = [
         *create_jsonrpc_routes(handler, JSONRPC_PATH, context_builder=context_builder, enable_v0_3_compat=True),
-        *eager_v03_streams(
-            create_rest_routes(handler, context_builder=context_builder, enable_v0_3_compat=True, path_prefix=REST_PATH)
-        ),
+        *rest_routes,
     ]
     guards = [
         *authentication(callers),
+        Middleware(RestVersionEdge, base=REST_PATH, routes=rest_routes),
         Middleware(BodyLimit, limit=max_body_bytes, timeout=body_timeout),
         Middleware(JsonRpcEdge, path=JSONRPC_PATH),
         Middleware(
