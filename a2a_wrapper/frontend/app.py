@@ -106,15 +106,16 @@ def build_app(
             MessageEdge, limits=limits or MessageLimits.from_settings(ServerSettings()), jsonrpc_path=JSONRPC_PATH
         ),
     ]
-    routes = [
+    open_routes = [
         *card_routes(card, CARD_PATH, CARD_CACHE),
         Route("/health", health, methods=["GET"]),
         *([Route("/metrics", scrape, methods=["GET"])] if metrics is not None else []),
         *([operator] if operator is not None else []),  # its own key, outside the callers' guards
-        # everything else, the SDK's tenant paths included; no redirect to a path with a slash: SlashFree drops it
-        Mount("", app=Router(a2a_routes, redirect_slashes=False), middleware=guards),
     ]
-    app = Starlette(routes=routes, exception_handlers={404: method_not_allowed([*routes[:-1], *a2a_routes])})
+    # everything else, the SDK's tenant paths included; no redirect to a path with a slash: SlashFree drops it
+    guarded = Mount("", app=Router(a2a_routes, redirect_slashes=False), middleware=guards)
+    not_found = method_not_allowed([*open_routes, *a2a_routes])
+    app = Starlette(routes=[*open_routes, guarded], exception_handlers={404: not_found})
     return VersionParam(SlashFree(LastModified(app, CARD_PATH, time.time())))
 
 
