@@ -53,6 +53,8 @@ DETAILS = {-32600: error_info("INVALID_REQUEST"), -32009: error_info("VERSION_NO
     ("body", "code", "says"),
     [
         (b'{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"\xff"}}', -32700, "not UTF-8"),
+        (b'{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{"pageSize":NaN}}', -32700, "NaN is not JSON"),
+        (b'{"jsonrpc":"2.0","id":-Infinity,"method":"GetTask","params":{"id":"t"}}', -32700, "-Infinity is not"),
         (b'{"a":' * (MAX_DEPTH + 1) + b"1" + b"}" * (MAX_DEPTH + 1), -32600, f"past {MAX_DEPTH} levels"),
         (b"[" * 100_000 + b"]" * 100_000, -32600, "nest past"),
         (request(id=2**53), -32600, "the id must be"),
@@ -61,7 +63,7 @@ DETAILS = {-32600: error_info("INVALID_REQUEST"), -32009: error_info("VERSION_NO
         (request(id=True), -32600, "the id must be"),
         (request(id={"x": 1}), -32600, "the id must be"),
     ],
-    ids=["bad-utf8", "deep", "very-deep", "2^53", "huge-id", "float-id", "bool-id", "object-id"],
+    ids=["bad-utf8", "nan", "infinity", "deep", "very-deep", "2^53", "huge-id", "float-id", "bool-id", "object-id"],
 )
 async def test_what_cannot_be_a_request_gets_its_code_and_never_reaches_the_sdk(
     body: bytes, code: int, says: str
