@@ -1,7 +1,7 @@
 """a2a-sdk's request handler as the rest of the agent calls it; every binding (JSON-RPC, REST, gRPC; 1.0 and 0.3)
 reaches the SDK through it.
 
-Three things differ from the SDK's own handler, which does the work:
+Two things differ from the SDK's own handler, which does the work:
 - A task it returns whole (the unary reply, GetTask, ListTasks, CancelTask, a subscription's first snapshot)
   shows each answer as one text part (state/whole_answers.py); streamed events stay as they are.
 - A message to a task that has ended is refused here, with the SDK's own error, before the SDK builds the
