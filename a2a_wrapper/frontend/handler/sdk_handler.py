@@ -7,11 +7,6 @@ Two things differ from the SDK's own handler, which does the work:
 - A message to a task that has ended is refused here, with the SDK's own error, before the SDK builds the
   machinery of a running task for it: it would start two queue dispatchers, never stop them, and asyncio
   would log "Task was destroyed but it is pending!" twice for every such message.
-- A stream (a streamed message's, a subscription's) ends with the event that puts its task in a terminal state.
-  The SDK ends it only when its task's queues are torn down, and a cancel can skip that: when the turn ends
-  during `ActiveTask.cancel`, the producer's cancel can land inside its own `finally`, before it closes the
-  subscribers' queues, and a subscriber then waited for ever after the canceled status (1 run in 15-25 of
-  tests/test_grpc_binding.py's cancel test under load, traced with the SDK's debug log).
 """
 
 from collections.abc import AsyncGenerator
@@ -31,7 +26,6 @@ from a2a.types import (
     SubscribeToTaskRequest,
     Task,
     TaskState,
-    TaskStatusUpdateEvent,
 )
 from a2a.utils.errors import TaskNotFoundError, UnsupportedOperationError
 
@@ -51,15 +45,20 @@ class SdkHandler(DelegatingHandler):
         result = await self._sdk.on_message_send(params, context)
         return whole_answers(result) if isinstance(result, Task) else result
 
-    async def on_message_send_stream(
+    def on_message_send_stream(self, params: SendMessageRequest, context: ServerCallContext) -> AsyncGenerator[Event]:
+        """A message that names no task (most) gets the SDK's stream itself: no generator here that every event
+        would pass."""
+        if not params.message.task_id:
+            return self._sdk.on_message_send_stream(params, context)
+        return self._stream_unless_ended(params, context)
+
+    async def _stream_unless_ended(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event]:
         await self._refuse_ended(params, context)
         async with aclosing(self._sdk.on_message_send_stream(params, context)) as events:
             async for event in events:
                 yield event
-                if _ends_task(event):
-                    return
 
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
         task = await self._sdk.on_get_task(params, context)
@@ -83,8 +82,6 @@ class SdkHandler(DelegatingHandler):
         async with aclosing(self._sdk.on_subscribe_to_task(params, context)) as events:
             async for event in events:
                 yield whole_answers(event) if isinstance(event, Task) else event
-                if _ends_task(event):
-                    return
 
     async def _refuse_ended(self, params: SendMessageRequest, context: ServerCallContext) -> None:
         """The SDK's refusal of a message to an ended task, raised before the SDK starts anything for it."""
@@ -98,10 +95,3 @@ class SdkHandler(DelegatingHandler):
         if task is not None and task.status.state in TERMINAL_TASK_STATES:
             state = TaskState.Name(task.status.state)
             raise UnsupportedOperationError(message=f"Task {task_id} is in terminal state: {state}")
-
-
-def _ends_task(event: Event) -> bool:
-    """Whether `event` puts its task in a terminal state: nothing of the task follows it."""
-    if isinstance(event, TaskStatusUpdateEvent | Task):
-        return event.status.state in TERMINAL_TASK_STATES
-    return False
