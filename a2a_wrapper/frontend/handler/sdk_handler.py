@@ -1,14 +1,23 @@
 """a2a-sdk's request handler as the rest of the agent calls it; every binding (JSON-RPC, REST, gRPC; 1.0 and 0.3)
 reaches the SDK through it.
 
-Two things differ from the SDK's own handler, which does the work:
+Three things differ from the SDK's own handler, which does the work:
 - A task it returns whole (the unary reply, GetTask, ListTasks, CancelTask, a subscription's first snapshot)
   shows each answer as one text part (state/whole_answers.py); streamed events stay as they are.
 - A message to a task that has ended is refused here, with the SDK's own error, before the SDK builds the
   machinery of a running task for it: it would start two queue dispatchers, never stop them, and asyncio
   would log "Task was destroyed but it is pending!" twice for every such message.
+- A stream (a streamed message's, a subscription's) ends at most SETTLE_AFTER_END after the event that puts its
+  task in a terminal state. The SDK ends it when its task's queues are torn down, by which time the task's end
+  is on disk (state/task_store.py writes it one pass of the loop after the event went out); but a cancel can
+  skip that teardown: when the turn ends during `ActiveTask.cancel`, the producer's cancel can land inside its
+  own `finally`, before it closes the subscribers' queues, and a subscriber then waited for ever after the
+  canceled status (1 run in 15-40 of tests/test_grpc_binding.py's cancel test under load, traced with the
+  SDK's debug log).
 """
 
+import asyncio
+import contextlib
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 
@@ -26,11 +35,14 @@ from a2a.types import (
     SubscribeToTaskRequest,
     Task,
     TaskState,
+    TaskStatusUpdateEvent,
 )
 from a2a.utils.errors import TaskNotFoundError, UnsupportedOperationError
 
 from a2a_wrapper.frontend.handler.delegating_handler import DelegatingHandler
 from a2a_wrapper.state.whole_answers import whole_answers
+
+SETTLE_AFTER_END = 2.0  # seconds the SDK has to end a stream after its task's terminal event
 
 
 class SdkHandler(DelegatingHandler):
@@ -45,20 +57,16 @@ class SdkHandler(DelegatingHandler):
         result = await self._sdk.on_message_send(params, context)
         return whole_answers(result) if isinstance(result, Task) else result
 
-    def on_message_send_stream(self, params: SendMessageRequest, context: ServerCallContext) -> AsyncGenerator[Event]:
-        """A message that names no task (most) gets the SDK's stream itself: no generator here that every event
-        would pass."""
-        if not params.message.task_id:
-            return self._sdk.on_message_send_stream(params, context)
-        return self._stream_unless_ended(params, context)
-
-    async def _stream_unless_ended(
+    async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event]:
         await self._refuse_ended(params, context)
         async with aclosing(self._sdk.on_message_send_stream(params, context)) as events:
             async for event in events:
                 yield event
+                if _ends_task(event):
+                    await _settled(events)
+                    return
 
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
         task = await self._sdk.on_get_task(params, context)
@@ -82,6 +90,9 @@ class SdkHandler(DelegatingHandler):
         async with aclosing(self._sdk.on_subscribe_to_task(params, context)) as events:
             async for event in events:
                 yield whole_answers(event) if isinstance(event, Task) else event
+                if _ends_task(event):
+                    await _settled(events)
+                    return
 
     async def _refuse_ended(self, params: SendMessageRequest, context: ServerCallContext) -> None:
         """The SDK's refusal of a message to an ended task, raised before the SDK starts anything for it."""
@@ -95,3 +106,18 @@ class SdkHandler(DelegatingHandler):
         if task is not None and task.status.state in TERMINAL_TASK_STATES:
             state = TaskState.Name(task.status.state)
             raise UnsupportedOperationError(message=f"Task {task_id} is in terminal state: {state}")
+
+
+async def _settled(events: AsyncGenerator[Event]) -> None:
+    """The SDK's own end of a stream whose task has ended (nothing of the task follows), within SETTLE_AFTER_END."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(SETTLE_AFTER_END):
+            async for _ in events:
+                pass
+
+
+def _ends_task(event: Event) -> bool:
+    """Whether `event` puts its task in a terminal state: nothing of the task follows it."""
+    if isinstance(event, TaskStatusUpdateEvent | Task):
+        return event.status.state in TERMINAL_TASK_STATES
+    return False
