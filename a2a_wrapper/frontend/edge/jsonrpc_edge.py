@@ -27,6 +27,7 @@ from a2a.utils.errors import InvalidRequestError, VersionNotSupportedError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from a2a_wrapper.frontend.edge.http_edge import read_body, replay
+from a2a_wrapper.frontend.edge.version_param import is_0_x, request_version
 
 MAX_DEPTH = 64
 MAX_ID = 2**53 - 1
@@ -65,7 +66,7 @@ class JsonRpcEdge:
             await self._app(scope, receive, send)
             return
         body = await read_body(receive)
-        refusal, notification = _check(body, _version(scope))
+        refusal, notification = _check(body, request_version(scope))
         if refusal is not None:
             await _answer(send, refusal)
             return
@@ -104,7 +105,7 @@ def _version_refusal(method: object, version: str, request_id: object) -> dict[s
     as 0.3 and takes any 0.x for it."""
     if method in METHODS_1_0 and not version:
         return _version_error(NEEDS_VERSION.format(method=method), request_id)
-    if isinstance(method, str) and method in METHODS_0_3 and version and version.split(".")[0] != "0":
+    if isinstance(method, str) and method in METHODS_0_3 and version and not is_0_x(version):
         sentence = NEEDS_NO_VERSION.format(method=method, version=version, method_1_0=METHODS_0_3[method])
         return _version_error(sentence, request_id)
     return None
@@ -155,12 +156,6 @@ def _nests_past(body: bytes, limit: int) -> bool:
             return False
         brackets = _INNERMOST.sub(b"", brackets)
     return bool(brackets)
-
-
-def _version(scope: Scope) -> str:
-    """The request's `A2A-Version`, "" without one."""
-    values = (value for name, value in scope.get("headers") or [] if name == b"a2a-version")
-    return next(values, b"").decode("latin-1").strip()
 
 
 def _silenced(send: Send) -> Send:

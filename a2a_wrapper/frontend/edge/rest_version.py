@@ -13,14 +13,14 @@ Only a path and method that a route serves is looked at; anything else goes on a
 with its own sentence, a version neither binding speaks).
 """
 
-from a2a.utils.constants import VERSION_HEADER
 from a2a.utils.error_handlers import build_rest_error_payload
 from a2a.utils.errors import VersionNotSupportedError
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Match, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-HEADER = VERSION_HEADER.lower().encode()
+from a2a_wrapper.frontend.edge.version_param import is_0_x, request_version
+
 V03 = "/v1/"  # after the REST base path: A2A 0.3's paths
 NEEDS_VERSION = (
     "{method} {path} is an A2A 1.0 REST path: send the header `A2A-Version: 1.0` with it (a request without the "
@@ -53,12 +53,11 @@ class RestVersionEdge:
         return any(route.matches(scope)[0] is Match.FULL for route in self._routes)
 
     def _mismatch(self, scope: Scope, path: str) -> str | None:
-        version = next((value for name, value in scope.get("headers") or [] if name == HEADER), b"")
-        version_text = version.decode("latin-1").strip()
+        version_text = request_version(scope)
         method, rest = scope["method"], path[len(self._base) :]
         if not rest.startswith(V03):
             return None if version_text else NEEDS_VERSION.format(method=method, path=path, base=self._base)
-        if not version_text or version_text.split(".")[0] == "0":
+        if not version_text or is_0_x(version_text):
             return None
         name, _, tail = rest[len(V03) :].partition("/")
         path_1_0 = f"{self._base}/{RENAMED_1_0.get(name, name)}" + (f"/{tail}" if tail else "")

@@ -1,6 +1,7 @@
-"""The `A2A-Version` request parameter: "Clients MAY provide the A2A-Version as a request parameter instead of a
-header" (A2A §3.6.1, `GET /tasks/task-123?A2A-Version=1.0`). a2a-sdk reads only the header, so this layer, before
-every route, turns the parameter into the header when the request has none; a header the client sent wins.
+"""The request's A2A version, as every edge reads it; and the `A2A-Version` request parameter: "Clients MAY
+provide the A2A-Version as a request parameter instead of a header" (A2A §3.6.1, `GET /tasks/task-123?A2A-Version=1.0`).
+a2a-sdk reads only the header, so this layer, before every route, turns the parameter into the header when the
+request has none; a header the client sent wins.
 """
 
 from urllib.parse import parse_qsl
@@ -31,3 +32,14 @@ def requested_version(query: bytes) -> str | None:
         if name == VERSION_HEADER:
             return value
     return None
+
+
+def request_version(scope: Scope) -> str:
+    """The request's `A2A-Version` header (a parameter has become one by then), "" without one."""
+    values = (value for name, value in scope.get("headers") or [] if name == HEADER)
+    return next(values, b"").decode("latin-1").strip()
+
+
+def is_0_x(version: str) -> bool:
+    """Whether a version a request names is one a2a-sdk reads as 0.3 (any 0.x)."""
+    return version.split(".")[0] == "0"
