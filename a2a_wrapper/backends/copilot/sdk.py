@@ -1,9 +1,10 @@
 """The Copilot CLI as the SDK runs it: one `copilot --headless --stdio` child behind a `CopilotClient`, started
 within a deadline, its pid and exit watched, stopped with no child left behind whatever the SDK reports.
 
-The SDK's timestamps are parsed by the standard library (`timestamps`), and its own log noise is quieted once:
-its fallback after `session.sendAndWait` is refused (-32601 on CLI 1.0.102, a harmless version mismatch) is
-dropped, and the CLI's stderr chatter becomes DEBUG.
+The SDK's timestamps are parsed by the standard library (`timestamps`), its session events keep their data as the
+CLI sent it unless the SDK reads it (`light_events`), its stdio is read and written on the event loop
+(`loop_stdio`), and its own log noise is quieted once: its fallback after `session.sendAndWait` is refused (-32601
+on CLI 1.0.102, a harmless version mismatch) is dropped, and the CLI's stderr chatter becomes DEBUG.
 """
 
 import asyncio
@@ -15,6 +16,8 @@ from copilot import CopilotClient, RuntimeConnection
 from copilot.client import StdioRuntimeConnection
 
 from a2a_wrapper.backends.copilot.launch import Launch
+from a2a_wrapper.backends.copilot.light_events import light_events
+from a2a_wrapper.backends.copilot.loop_stdio import use_loop_stdio
 from a2a_wrapper.backends.copilot.timestamps import fast_timestamps
 from a2a_wrapper.config.backends import CopilotSettings
 from a2a_wrapper.errors import BackendUnavailable
@@ -29,6 +32,8 @@ async def start_client(plan: Launch, settings: CopilotSettings, sandbox: Sandbox
     """A started client whose CLI answers, or BackendUnavailable with the CLI's own words."""
     quiet_sdk_logs()
     fast_timestamps()
+    light_events()
+    use_loop_stdio()
     connection, env = _connection(plan, sandbox)
     client = CopilotClient(
         connection=connection,

@@ -1,0 +1,184 @@
+"""github-copilot-sdk's JSON-RPC client with its stdio on the event loop (backends/copilot/loop_stdio.py).
+
+Every Copilot test talks to the real CLI through it; these drive it against a peer process of their own, which can
+do what the CLI does rarely or never on cue: write a frame a byte at a time, write a burst at once, read slowly,
+exit with a request waiting, send a frame that is not JSON.
+"""
+
+import asyncio
+import subprocess
+import sys
+import textwrap
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from copilot import client as copilot_client
+from copilot._jsonrpc import ProcessExitedError
+
+from a2a_wrapper.backends.copilot.loop_stdio import LoopJsonRpcClient, use_loop_stdio
+
+PEER = textwrap.dedent(
+    """
+    import json, sys, time
+    out, inp = sys.stdout.buffer, sys.stdin.buffer
+
+    def frame(message):
+        body = json.dumps(message).encode()
+        return b"Content-Length: %d\\r\\n\\r\\n" % len(body) + body
+
+    def read():
+        length = None
+        while True:
+            line = inp.readline()
+            if not line:
+                sys.exit(0)
+            if line == b"\\r\\n":
+                break
+            name, _, value = line.partition(b":")
+            if name.lower() == b"content-length":
+                length = int(value)
+        return json.loads(inp.read(length))
+
+    def answer(request, result):
+        out.write(frame({"jsonrpc": "2.0", "id": request["id"], "result": result})); out.flush()
+
+    while True:
+        request = read()
+        method, params = request.get("method"), request.get("params")
+        if method == "echo":
+            answer(request, params)
+        elif method == "trickle":
+            for byte in frame({"jsonrpc": "2.0", "id": request["id"], "result": params}):
+                out.write(bytes([byte])); out.flush(); time.sleep(0.001)
+        elif method == "burst":
+            notes = [frame({"jsonrpc": "2.0", "method": "note", "params": {"n": n}}) for n in range(params["n"])]
+            out.write(b"".join(notes) + frame({"jsonrpc": "2.0", "id": request["id"], "result": "sent"})); out.flush()
+        elif method == "big":
+            time.sleep(0.3)  # the client's write fills the pipe meanwhile
+            answer(request, len(params["text"]))
+        elif method == "ask":
+            out.write(frame({"jsonrpc": "2.0", "id": 7, "method": "question", "params": params})); out.flush()
+            answer(request, read()["result"])
+        elif method == "die":
+            sys.stderr.write("the peer gave up\\n"); sys.stderr.flush()
+            sys.exit(3)
+        elif method == "garble":
+            out.write(b"Content-Length: 5\\r\\n\\r\\nnope!"); out.flush()
+    """
+)
+
+
+def spawn(script: Path) -> "subprocess.Popen[bytes]":
+    """The peer, spawned as the SDK spawns the CLI: a Popen with three pipes."""
+    script.write_text(PEER)
+    pipe = subprocess.PIPE
+    return subprocess.Popen([sys.executable, str(script)], stdin=pipe, stdout=pipe, stderr=pipe)
+
+
+@pytest.fixture
+async def peer(tmp_path: Path) -> AsyncIterator[tuple[LoopJsonRpcClient, "subprocess.Popen[bytes]"]]:
+    process = spawn(tmp_path / "peer.py")
+    client = LoopJsonRpcClient(process)
+    client.start()
+    try:
+        yield client, process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        await asyncio.to_thread(process.wait)
+        await client.stop()
+        for pipe in (process.stdin, process.stdout, process.stderr):
+            assert pipe is not None
+            pipe.close()
+
+
+async def test_a_request_gets_its_answer(peer: tuple[LoopJsonRpcClient, Any]) -> None:
+    client, _ = peer
+    async with asyncio.timeout(10):
+        assert await client.request("echo", {"text": "hello"}) == {"text": "hello"}
+        replies = await asyncio.gather(*(client.request("echo", {"n": n}) for n in range(50)))
+    assert replies == [{"n": n} for n in range(50)]
+
+
+async def test_an_answer_written_a_byte_at_a_time_is_read_whole(peer: tuple[LoopJsonRpcClient, Any]) -> None:
+    client, _ = peer
+    async with asyncio.timeout(10):
+        assert await client.request("trickle", {"text": "é and ✓"}) == {"text": "é and ✓"}
+
+
+async def test_a_burst_reaches_its_handler_whole_and_in_order_and_the_loop_runs_between(
+    peer: tuple[LoopJsonRpcClient, Any],
+) -> None:
+    client, _ = peer
+    seen: list[int] = []
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    client.set_notification_handler(lambda method, params: seen.append(params["n"]))
+    ticking = asyncio.create_task(ticker())
+    try:
+        async with asyncio.timeout(10):
+            assert await client.request("burst", {"n": 500}) == "sent"
+    finally:
+        ticking.cancel()
+    assert seen == list(range(500))
+    assert ticks >= 500  # one message a pass: the loop ran other work between them
+
+
+async def test_a_message_larger_than_the_pipe_arrives_whole(peer: tuple[LoopJsonRpcClient, Any]) -> None:
+    client, _ = peer
+    text = "x" * (4 * 1024 * 1024)  # the pipe holds 64 KiB; the peer reads only after 0.3 s
+    async with asyncio.timeout(20):
+        sent = asyncio.create_task(client.request("big", {"text": text}))
+        assert await client.request("echo", "behind it") == "behind it"
+        assert await sent == len(text)
+
+
+async def test_the_peer_asks_and_is_answered(peer: tuple[LoopJsonRpcClient, Any]) -> None:
+    client, _ = peer
+    client.set_request_handler("question", lambda params: {"answer": params["text"].upper()})
+    async with asyncio.timeout(10):
+        assert await client.request("ask", {"text": "why"}) == {"answer": "WHY"}
+
+
+async def test_a_peer_that_exits_fails_the_waiting_request_with_its_words_and_closes(
+    peer: tuple[LoopJsonRpcClient, Any],
+) -> None:
+    client, process = peer
+    closed = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    client.on_close = lambda: loop.call_soon_threadsafe(closed.set)
+    async with asyncio.timeout(10):
+        with pytest.raises(ProcessExitedError, match="the peer gave up"):
+            await client.request("die")
+        await closed.wait()
+        with pytest.raises(ProcessExitedError, match="exited with code 3"):
+            await client.request("echo", "anyone?")
+    assert process.poll() == 3
+
+
+async def test_a_frame_that_is_not_json_ends_the_connection(
+    peer: tuple[LoopJsonRpcClient, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    client, _ = peer
+    closed = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    client.on_close = lambda: loop.call_soon_threadsafe(closed.set)
+    async with asyncio.timeout(10):
+        with pytest.raises(ProcessExitedError):
+            await client.request("garble")
+        await closed.wait()
+    assert "could not be read or handled" in caplog.text
+
+
+def test_new_copilot_clients_use_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(copilot_client, "JsonRpcClient", copilot_client.JsonRpcClient)
+    use_loop_stdio()
+    assert copilot_client.JsonRpcClient is LoopJsonRpcClient
