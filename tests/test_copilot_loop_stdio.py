@@ -159,9 +159,9 @@ async def test_a_peer_that_exits_fails_the_waiting_request_with_its_words_and_cl
         with pytest.raises(ProcessExitedError, match="the peer gave up"):
             await client.request("die")
         await closed.wait()
-        with pytest.raises(ProcessExitedError, match="exited with code 3"):
+        with pytest.raises(ProcessExitedError, match="the peer gave up"):
             await client.request("echo", "anyone?")
-    assert process.poll() == 3
+    assert await asyncio.to_thread(process.wait, 5) == 3
 
 
 async def test_a_frame_that_is_not_json_ends_the_connection(
@@ -182,3 +182,12 @@ def test_new_copilot_clients_use_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(copilot_client, "JsonRpcClient", copilot_client.JsonRpcClient)
     use_loop_stdio()
     assert copilot_client.JsonRpcClient is LoopJsonRpcClient
+
+
+async def test_nothing_is_written_once_the_cli_input_is_closed(peer: tuple[LoopJsonRpcClient, Any]) -> None:
+    """The SDK's stop closes the CLI's input first; the descriptor's number may then be another file's."""
+    client, process = peer
+    process.stdin.close()
+    async with asyncio.timeout(10):
+        with pytest.raises(ProcessExitedError):
+            await client.request("echo", "late")

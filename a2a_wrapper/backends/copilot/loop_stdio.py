@@ -14,6 +14,7 @@ answer deltas read at once does not hold the first one behind the parsing of the
 """
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -136,7 +137,8 @@ class LoopJsonRpcClient(JsonRpcClient):
 
     def _stop_reading(self) -> None:
         if self._stdout_fd >= 0 and self._loop is not None and not self._loop.is_closed():
-            self._loop.remove_reader(self._stdout_fd)
+            with contextlib.suppress(OSError, ValueError):  # its file already closed
+                self._loop.remove_reader(self._stdout_fd)
 
     # stdin
 
@@ -167,7 +169,10 @@ class LoopJsonRpcClient(JsonRpcClient):
         return error or self._get_process_exit_error()
 
     def _write(self, data: bytes) -> None:
-        """`data` after what is still unsent; OSError when the pipe is closed."""
+        """`data` after what is still unsent; OSError when the pipe is closed (its file closed too: the client's
+        stop closes it, and its descriptor's number may be another file's by then)."""
+        if self.process.stdin.closed:
+            raise BrokenPipeError("the CLI's input is closed")
         if not self._unsent:
             try:
                 written = os.write(self._stdin_fd, data)
@@ -182,6 +187,8 @@ class LoopJsonRpcClient(JsonRpcClient):
 
     def _writable(self) -> None:
         try:
+            if self.process.stdin.closed:
+                raise BrokenPipeError("the CLI's input is closed")
             written = os.write(self._stdin_fd, self._unsent)
         except BlockingIOError:
             return
@@ -203,7 +210,8 @@ class LoopJsonRpcClient(JsonRpcClient):
     def _stop_writing(self, error: Exception) -> None:
         """What was not written is dropped, and whoever waits for it learns so."""
         if self._unsent and self._loop is not None and not self._loop.is_closed():
-            self._loop.remove_writer(self._stdin_fd)
+            with contextlib.suppress(OSError, ValueError):  # its file already closed
+                self._loop.remove_writer(self._stdin_fd)
         self._unsent.clear()
         for _, waiter in self._sent:
             if not waiter.done():
