@@ -241,17 +241,22 @@ async def timed(turn: Awaitable[Timing], settle: float, agent: AgentProcess | No
     return replace(timing, cpu=(time.process_time() - cpu + agent_cpu) * 1000, agent_cpu=agent_cpu * 1000)
 
 
+def wrapped_settings(name: str, model: OfflineModel, state: Path) -> AgentSettings:
+    """The wrapped agent of backend `name`, its state in `state`."""
+    return AgentSettings(
+        card=CardSettings(name=f"bench-{name}"),
+        server=ServerSettings(port=free_port()),
+        backend=SECTIONS[name](model, state / "workspace", state),
+        state_dir=state,
+        runtime=ProcessRuntime(),  # the direct clients run unsandboxed too; bench/sandbox.py measures the sandbox
+        auto_approve=True,
+    )
+
+
 async def bench_backend(name: str, model: OfflineModel, turns: int, warmup: int, settle: float) -> Result:
     with tempfile.TemporaryDirectory(prefix=f"bench-{name}-") as folder:
         state = Path(folder) / "agent"
-        settings = AgentSettings(
-            card=CardSettings(name=f"bench-{name}"),
-            server=ServerSettings(port=free_port()),
-            backend=SECTIONS[name](model, state / "workspace", state),
-            state_dir=state,
-            runtime=ProcessRuntime(),  # the direct clients run unsandboxed too; bench/sandbox.py measures the sandbox
-            auto_approve=True,
-        )
+        settings = wrapped_settings(name, model, state)
         result = Result(name)
         async with AsyncExitStack() as stack:
             agent = await stack.enter_async_context(agent_process(settings))
