@@ -38,7 +38,7 @@ class LoopJsonRpcClient(JsonRpcClient):
         self._ended = False
         self._handling = False  # a pass that handles the next message is scheduled
         self._unsent = bytearray()  # written to stdin's pipe once it has room
-        self._sent: list[tuple[int, asyncio.Future[None]]] = []  # (bytes still to send before it, waiter)
+        self._sending: list[tuple[int, asyncio.Future[None]]] = []  # (bytes left to write before it is whole, waiter)
         self._stdout_fd = -1
         self._stdin_fd = -1
 
@@ -160,7 +160,7 @@ class LoopJsonRpcClient(JsonRpcClient):
             raise ProcessExitedError(await asyncio.to_thread(self._exit_error)) from None
         if self._unsent:
             waiter = asyncio.get_running_loop().create_future()
-            self._sent.append((len(self._unsent), waiter))
+            self._sending.append((len(self._unsent), waiter))
             await waiter
 
     def _exit_error(self) -> str:
@@ -197,12 +197,12 @@ class LoopJsonRpcClient(JsonRpcClient):
             return
         del self._unsent[:written]
         still_sending = []
-        for before, waiter in self._sent:
+        for before, waiter in self._sending:
             if before - written > 0:
                 still_sending.append((before - written, waiter))
             elif not waiter.done():
                 waiter.set_result(None)
-        self._sent = still_sending
+        self._sending = still_sending
         if not self._unsent:
             assert self._loop is not None
             self._loop.remove_writer(self._stdin_fd)
@@ -213,10 +213,10 @@ class LoopJsonRpcClient(JsonRpcClient):
             with contextlib.suppress(OSError, ValueError):  # its file already closed
                 self._loop.remove_writer(self._stdin_fd)
         self._unsent.clear()
-        for _, waiter in self._sent:
+        for _, waiter in self._sending:
             if not waiter.done():
                 waiter.set_exception(error)
-        self._sent = []
+        self._sending = []
 
 
 def _frame(message: dict[str, Any]) -> bytes:
