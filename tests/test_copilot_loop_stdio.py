@@ -111,25 +111,50 @@ async def test_an_answer_written_a_byte_at_a_time_is_read_whole(peer: tuple[Loop
 async def test_a_burst_reaches_its_handler_whole_and_in_order_and_the_loop_runs_between(
     peer: tuple[LoopJsonRpcClient, Any],
 ) -> None:
+    """2,000 notifications in one write: handled in order, and not in one pass of the loop (READ_SLICE each)."""
     client, _ = peer
     seen: list[int] = []
-    ticks = 0
+    passes_at: list[int] = []
+    passes = 0
 
     async def ticker() -> None:
-        nonlocal ticks
+        nonlocal passes
         while True:
-            ticks += 1
+            passes += 1
             await asyncio.sleep(0)
 
-    client.set_notification_handler(lambda method, params: seen.append(params["n"]))
+    def note(method: str, params: dict[str, int]) -> None:
+        seen.append(params["n"])
+        passes_at.append(passes)
+
+    client.set_notification_handler(note)
     ticking = asyncio.create_task(ticker())
     try:
         async with asyncio.timeout(10):
-            assert await client.request("burst", {"n": 500}) == "sent"
+            assert await client.request("burst", {"n": 2000}) == "sent"
     finally:
         ticking.cancel()
-    assert seen == list(range(500))
-    assert ticks >= 500  # one message a pass: the loop ran other work between them
+    assert seen == list(range(2000))
+    assert passes_at[-1] - passes_at[0] >= 2  # the loop ran other work while the burst was handled
+
+
+async def test_a_failing_notification_handler_does_not_end_the_connection(
+    peer: tuple[LoopJsonRpcClient, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    client, _ = peer
+    seen: list[int] = []
+
+    def note(method: str, params: dict[str, int]) -> None:
+        seen.append(params["n"])
+        if params["n"] == 1:
+            raise RuntimeError("a handler's bug")
+
+    client.set_notification_handler(note)
+    async with asyncio.timeout(10):
+        assert await client.request("burst", {"n": 3}) == "sent"
+        assert await client.request("echo", "still here") == "still here"
+    assert seen == [0, 1, 2]
+    assert "a handler's bug" in caplog.text
 
 
 async def test_a_message_larger_than_the_pipe_arrives_whole(peer: tuple[LoopJsonRpcClient, Any]) -> None:

@@ -9,8 +9,9 @@ the same frames (`Content-Length` headers), the same handling of each message (t
 the same end (`_fail_pending_requests`, then `on_close`, when the stream ends). Only the stderr reader is still
 the SDK's thread: it is the CLI's chatter, not the protocol.
 
-One message is handled per pass of the loop, as the SDK's reader handed them over one at a time: a burst of 300
-answer deltas read at once does not hold the first one behind the parsing of the rest.
+A notification is dispatched as it is read (the SDK's reader handed each to the loop's thread), and the messages
+read at once are handled for up to READ_SLICE in one pass of the loop: a burst of 300 answer deltas does not hold
+the first one behind the parsing of the rest, nor take 300 passes.
 """
 
 import asyncio
@@ -23,6 +24,8 @@ from typing import Any
 
 from copilot import client as copilot_client
 from copilot._jsonrpc import JsonRpcClient, ProcessExitedError, _CompletionCancellation
+
+from a2a_wrapper.backends.base import READ_SLICE
 
 log = logging.getLogger(__name__)
 
@@ -75,33 +78,46 @@ class LoopJsonRpcClient(JsonRpcClient):
             self._stdout_ended = True
         self._received += data
         if not self._handling:
-            self._handle_next()
+            self._handle_ready()
 
-    def _handle_soon(self) -> None:
-        if not self._handling:
-            self._handling = True
-            assert self._loop is not None
-            self._loop.call_soon(self._handle_next)
-
-    def _handle_next(self) -> None:
-        """The next whole message handled (the SDK's own handling); the pass after handles the one after it. A
-        message that cannot be read or handled ends the connection, as it ends the SDK's reader."""
+    def _handle_ready(self) -> None:
+        """The whole messages received, handled in order for up to READ_SLICE; the rest in the next pass of the loop,
+        so that a burst (300 answer deltas in one read) lets the turn take its first text meanwhile. A message that
+        cannot be read or handled ends the connection, as it ends the SDK's reader."""
         self._handling = False
+        assert self._loop is not None
+        until = self._loop.time() + READ_SLICE
         try:
-            message = self._next_message()
-            if message is not None:
-                self._handle_message(message)
+            while (message := self._next_message()) is not None:
+                self._handle(message)
+                if self._loop.time() >= until:
+                    self._handling = True
+                    self._loop.call_soon(self._handle_ready)
+                    return
         except Exception:
             log.warning("A message from the Copilot CLI could not be read or handled", exc_info=True)
             self._stop_reading()
             self._received.clear()
             self._stdout_ended = True
-            message = None
-        if message is not None:
-            if HEADER_END in self._received or self._stdout_ended:
-                self._handle_soon()
-        elif self._stdout_ended:
+        if self._stdout_ended:
             self._end()
+
+    def _handle(self, message: dict[str, Any]) -> None:
+        """As the SDK's `_handle_message`, but a notification is dispatched now, not handed to the loop's thread:
+        this is that thread. Responses, requests and cancels take the SDK's own way."""
+        method = message.get("method")
+        if "id" in message or not isinstance(method, str) or method == "$/cancelRequest":
+            self._handle_message(message)
+            return
+        params = message.get("params", {})
+        handler = self.notification_method_handlers.get(method)
+        if handler is not None:
+            self._dispatch_notification(handler, params)  # it logs what the handler raises
+        elif self.notification_handler is not None:
+            try:
+                self.notification_handler(method, params)
+            except Exception:  # as the loop would log it: one notification, not the connection
+                log.exception("handling the Copilot CLI's %s notification failed", method)
 
     def _next_message(self) -> dict[str, Any] | None:
         """The first whole message received, taken out of the buffer; None while it is not whole (for ever when the
