@@ -1,16 +1,13 @@
 """github-copilot-sdk's JSON-RPC client with its stdio on the event loop (backends/copilot/loop_stdio.py).
 
-Every Copilot test talks to the real CLI through it; these drive it against a peer process of their own, which can
-do what the CLI does rarely or never on cue: write a frame a byte at a time, write a burst at once, read slowly,
-exit with a request waiting, send a frame that is not JSON.
+Every Copilot test talks to the real CLI through it; these drive it against a peer process (tests/helpers/
+jsonrpc_peer.py) which can do what the CLI does rarely or never on cue: write a frame a byte at a time, write a burst
+at once, read slowly, exit with a request waiting, send a frame that is not JSON.
 """
 
 import asyncio
 import subprocess
-import sys
-import textwrap
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,68 +15,12 @@ from copilot import client as copilot_client
 from copilot._jsonrpc import ProcessExitedError
 
 from a2a_wrapper.backends.copilot.loop_stdio import LoopJsonRpcClient, use_loop_stdio
-
-PEER = textwrap.dedent(
-    """
-    import json, sys, time
-    out, inp = sys.stdout.buffer, sys.stdin.buffer
-
-    def frame(message):
-        body = json.dumps(message).encode()
-        return b"Content-Length: %d\\r\\n\\r\\n" % len(body) + body
-
-    def read():
-        length = None
-        while True:
-            line = inp.readline()
-            if not line:
-                sys.exit(0)
-            if line == b"\\r\\n":
-                break
-            name, _, value = line.partition(b":")
-            if name.lower() == b"content-length":
-                length = int(value)
-        return json.loads(inp.read(length))
-
-    def answer(request, result):
-        out.write(frame({"jsonrpc": "2.0", "id": request["id"], "result": result})); out.flush()
-
-    while True:
-        request = read()
-        method, params = request.get("method"), request.get("params")
-        if method == "echo":
-            answer(request, params)
-        elif method == "trickle":
-            for byte in frame({"jsonrpc": "2.0", "id": request["id"], "result": params}):
-                out.write(bytes([byte])); out.flush(); time.sleep(0.001)
-        elif method == "burst":
-            notes = [frame({"jsonrpc": "2.0", "method": "note", "params": {"n": n}}) for n in range(params["n"])]
-            out.write(b"".join(notes) + frame({"jsonrpc": "2.0", "id": request["id"], "result": "sent"})); out.flush()
-        elif method == "big":
-            time.sleep(0.3)  # the client's write fills the pipe meanwhile
-            answer(request, len(params["text"]))
-        elif method == "ask":
-            out.write(frame({"jsonrpc": "2.0", "id": 7, "method": "question", "params": params})); out.flush()
-            answer(request, read()["result"])
-        elif method == "die":
-            sys.stderr.write("the peer gave up\\n"); sys.stderr.flush()
-            sys.exit(3)
-        elif method == "garble":
-            out.write(b"Content-Length: 5\\r\\n\\r\\nnope!"); out.flush()
-    """
-)
-
-
-def spawn(script: Path) -> "subprocess.Popen[bytes]":
-    """The peer, spawned as the SDK spawns the CLI: a Popen with three pipes."""
-    script.write_text(PEER)
-    pipe = subprocess.PIPE
-    return subprocess.Popen([sys.executable, str(script)], stdin=pipe, stdout=pipe, stderr=pipe)
+from tests.helpers import jsonrpc_peer
 
 
 @pytest.fixture
-async def peer(tmp_path: Path) -> AsyncIterator[tuple[LoopJsonRpcClient, "subprocess.Popen[bytes]"]]:
-    process = spawn(tmp_path / "peer.py")
+async def peer() -> AsyncIterator[tuple[LoopJsonRpcClient, "subprocess.Popen[bytes]"]]:
+    process = jsonrpc_peer.spawn()
     client = LoopJsonRpcClient(process)
     client.start()
     try:
@@ -170,7 +111,8 @@ async def test_the_peer_asks_and_is_answered(peer: tuple[LoopJsonRpcClient, Any]
     client, _ = peer
     client.set_request_handler("question", lambda params: {"answer": params["text"].upper()})
     async with asyncio.timeout(10):
-        assert await client.request("ask", {"text": "why"}) == {"answer": "WHY"}
+        asked = await client.request("ask", {"text": "why"})
+    assert asked["result"] == {"answer": "WHY"}
 
 
 async def test_a_peer_that_exits_fails_the_waiting_request_with_its_words_and_closes(
