@@ -115,13 +115,19 @@ async def test_the_peer_asks_and_is_answered(peer: tuple[LoopJsonRpcClient, Any]
     assert asked["result"] == {"answer": "WHY"}
 
 
+def closing(client: LoopJsonRpcClient) -> asyncio.Event:
+    """Set once the client says its connection closed (the SDK calls `on_close` from a thread)."""
+    closed = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    client.on_close = lambda: loop.call_soon_threadsafe(closed.set)
+    return closed
+
+
 async def test_a_peer_that_exits_fails_the_waiting_request_with_its_words_and_closes(
     peer: tuple[LoopJsonRpcClient, Any],
 ) -> None:
     client, process = peer
-    closed = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    client.on_close = lambda: loop.call_soon_threadsafe(closed.set)
+    closed = closing(client)
     async with asyncio.timeout(10):
         with pytest.raises(ProcessExitedError, match="the peer gave up"):
             await client.request("die")
@@ -135,9 +141,7 @@ async def test_a_frame_that_is_not_json_ends_the_connection(
     peer: tuple[LoopJsonRpcClient, Any], caplog: pytest.LogCaptureFixture
 ) -> None:
     client, _ = peer
-    closed = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    client.on_close = lambda: loop.call_soon_threadsafe(closed.set)
+    closed = closing(client)
     async with asyncio.timeout(10):
         with pytest.raises(ProcessExitedError):
             await client.request("garble")
