@@ -5,9 +5,9 @@ message to the loop, and writes every message it sends from the loop's thread po
 makes with the wrapper (the pre-tool hook, three a trivial turn; a permission; the prompt's own request) crossed
 four threads: the reader woke, parsed and handed over, the loop answered, a pool thread woke to write. Here the
 loop reads the pipe itself (`add_reader`) and writes to it without blocking (`add_writer` while the pipe is full):
-the same frames (`Content-Length` headers), the same handling of each message (the SDK's `_handle_message`), and
-the same end (`_fail_pending_requests`, then `on_close`, when the stream ends). Only the stderr reader is still
-the SDK's thread: it is the CLI's chatter, not the protocol.
+the same frames (`Content-Length` headers), the SDK's own handling of responses, requests and cancels
+(`_handle_message`), and the same end (`_fail_pending_requests`, then `on_close`, when the stream ends). Only the
+stderr reader is still the SDK's thread: it is the CLI's chatter, not the protocol.
 
 A notification is dispatched as it is read (the SDK's reader handed each to the loop's thread), and the messages
 read at once are handled for up to READ_SLICE in one pass of the loop: a burst of 300 answer deltas does not hold
@@ -39,7 +39,7 @@ class LoopJsonRpcClient(JsonRpcClient):
         self._received = bytearray()  # read from stdout, not yet handled
         self._stdout_ended = False
         self._ended = False
-        self._handling = False  # a pass that handles the next message is scheduled
+        self._handling = False  # a pass of the loop that handles what was received is scheduled
         self._unsent = bytearray()  # written to stdin's pipe once it has room
         self._sending: list[tuple[int, asyncio.Future[None]]] = []  # (bytes left to write before it is whole, waiter)
         self._stdout_fd = -1
