@@ -27,7 +27,7 @@ from a2a.utils.errors import InvalidRequestError, VersionNotSupportedError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from a2a_wrapper.frontend.edge.http_edge import read_body, replay
-from a2a_wrapper.frontend.edge.version_param import is_0_x, request_version
+from a2a_wrapper.frontend.edge.version_param import is_0_x, version_header
 
 MAX_DEPTH = 64
 MAX_ID = 2**53 - 1
@@ -66,7 +66,7 @@ class JsonRpcEdge:
             await self._app(scope, receive, send)
             return
         body = await read_body(receive)
-        refusal, notification = _check(body, request_version(scope))
+        refusal, notification = _check(body, version_header(scope))
         if refusal is not None:
             await _answer(send, refusal)
             return

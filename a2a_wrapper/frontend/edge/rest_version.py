@@ -19,7 +19,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Match, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from a2a_wrapper.frontend.edge.version_param import is_0_x, request_version
+from a2a_wrapper.frontend.edge.version_param import is_0_x, version_header
 
 V03 = "/v1/"  # after the REST base path: A2A 0.3's paths
 NEEDS_VERSION = (
@@ -53,7 +53,7 @@ class RestVersionEdge:
         return any(route.matches(scope)[0] is Match.FULL for route in self._routes)
 
     def _mismatch(self, scope: Scope, path: str) -> str | None:
-        version_text = request_version(scope)
+        version_text = version_header(scope)
         method, rest = scope["method"], path[len(self._base) :]
         if not rest.startswith(V03):
             return None if version_text else NEEDS_VERSION.format(method=method, path=path, base=self._base)

@@ -19,14 +19,14 @@ class VersionParam:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         query: bytes = scope.get("query_string", b"")
         if scope["type"] == "http" and VERSION_HEADER.encode() in query:
-            version = requested_version(query)
+            version = version_parameter(query)
             headers = scope.get("headers") or []
             if version is not None and not any(name == HEADER for name, _ in headers):
                 scope = {**scope, "headers": [*headers, (HEADER, version.encode())]}
         await self._app(scope, receive, send)
 
 
-def requested_version(query: bytes) -> str | None:
+def version_parameter(query: bytes) -> str | None:
     """The first `A2A-Version` parameter of a query string, or None."""
     for name, value in parse_qsl(query.decode("latin-1"), keep_blank_values=True):
         if name == VERSION_HEADER:
@@ -34,7 +34,7 @@ def requested_version(query: bytes) -> str | None:
     return None
 
 
-def request_version(scope: Scope) -> str:
+def version_header(scope: Scope) -> str:
     """The request's `A2A-Version` header (a parameter has become one by then), "" without one."""
     values = (value for name, value in scope.get("headers") or [] if name == HEADER)
     return next(values, b"").decode("latin-1").strip()
