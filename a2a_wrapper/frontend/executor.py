@@ -7,6 +7,7 @@ returns once the turn's backend has stopped (`Turns.stop`).
 
 from a2a.helpers import new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.agent_execution.active_task import TERMINAL_TASK_STATES
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types import Task, TaskState, TaskStatus
@@ -19,13 +20,6 @@ from a2a_wrapper.frontend.turns import CANCELED, Turns, TurnScope
 from a2a_wrapper.guard import GuardSettings
 from a2a_wrapper.guard.turn import TurnGuard
 
-TERMINAL = {
-    TaskState.TASK_STATE_COMPLETED,
-    TaskState.TASK_STATE_FAILED,
-    TaskState.TASK_STATE_CANCELED,
-    TaskState.TASK_STATE_REJECTED,
-}
-
 
 class TurnExecutor(AgentExecutor):
     def __init__(self, turns: Turns, guard: GuardSettings, metrics: AgentMetrics) -> None:
@@ -36,7 +30,7 @@ class TurnExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         assert context.task_id is not None and context.message is not None
         current = context.current_task
-        if current is not None and current.status.state in TERMINAL:
+        if current is not None and current.status.state in TERMINAL_TASK_STATES:
             return  # queued behind the request that ended the task
         context_id = current.context_id if current else context.context_id
         assert context_id is not None
