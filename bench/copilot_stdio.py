@@ -39,9 +39,11 @@ Figures = dict[str, list[float]]
 
 
 async def block(kind: str, rounds: int, figures: Figures) -> None:
-    process = jsonrpc_peer.spawn()
-    client = CLIENTS[kind](process)
-    client.start(asyncio.get_running_loop())
+    async with jsonrpc_peer.connected(CLIENTS[kind]) as (client, _):
+        await rounds_on(client, rounds, figures)
+
+
+async def rounds_on(client: JsonRpcClient, rounds: int, figures: Figures) -> None:
     arrived: list[float] = []
     all_arrived = asyncio.Event()
 
@@ -52,32 +54,24 @@ async def block(kind: str, rounds: int, figures: Figures) -> None:
 
     client.set_notification_handler(note)
     client.set_request_handler("question", lambda params: {"answer": "yes"})
-    try:
-        await client.request("echo", "warm")
-        for _ in range(rounds):
-            arrived.clear()
-            all_arrived.clear()
-            cpu = time.process_time()
-            await client.request("burst", {"n": BURST})
-            await all_arrived.wait()  # the SDK's client may hand the answer over before the last notes
-            figures["burst CPU"].append((time.process_time() - cpu) * 1000)
-            figures["burst: first note"].append(arrived[0] * 1000)
-            figures["burst: last note"].append(arrived[-1] * 1000)
-            await asyncio.sleep(PAUSE)
-            asked: dict[str, Any] = await client.request("ask", {})
-            figures["the peer's request, answered here"].append(asked["round_trip"] * 1000)
-            await asyncio.sleep(PAUSE)
-            start = time.monotonic()
-            await client.request("echo", "ping")
-            figures["a request from here, answered"].append((time.monotonic() - start) * 1000)
-            await asyncio.sleep(PAUSE)
-    finally:
-        process.kill()
-        await asyncio.to_thread(process.wait)
-        await client.stop()
-        for pipe in (process.stdin, process.stdout, process.stderr):
-            if pipe is not None:
-                pipe.close()
+    await client.request("echo", "warm")
+    for _ in range(rounds):
+        arrived.clear()
+        all_arrived.clear()
+        cpu = time.process_time()
+        await client.request("burst", {"n": BURST})
+        await all_arrived.wait()  # the SDK's client may hand the answer over before the last notes
+        figures["burst CPU"].append((time.process_time() - cpu) * 1000)
+        figures["burst: first note"].append(arrived[0] * 1000)
+        figures["burst: last note"].append(arrived[-1] * 1000)
+        await asyncio.sleep(PAUSE)
+        asked: dict[str, Any] = await client.request("ask", {})
+        figures["the peer's request, answered here"].append(asked["round_trip"] * 1000)
+        await asyncio.sleep(PAUSE)
+        start = time.monotonic()
+        await client.request("echo", "ping")
+        figures["a request from here, answered"].append((time.monotonic() - start) * 1000)
+        await asyncio.sleep(PAUSE)
 
 
 async def run(groups: int, rounds: int) -> dict[str, Figures]:

@@ -20,19 +20,8 @@ from tests.helpers import jsonrpc_peer
 
 @pytest.fixture
 async def peer() -> AsyncIterator[tuple[LoopJsonRpcClient, "subprocess.Popen[bytes]"]]:
-    process = jsonrpc_peer.spawn()
-    client = LoopJsonRpcClient(process)
-    client.start()
-    try:
-        yield client, process
-    finally:
-        if process.poll() is None:
-            process.kill()
-        await asyncio.to_thread(process.wait)
-        await client.stop()
-        for pipe in (process.stdin, process.stdout, process.stderr):
-            assert pipe is not None
-            pipe.close()
+    async with jsonrpc_peer.connected(LoopJsonRpcClient) as connection:
+        yield connection
 
 
 async def test_a_request_gets_its_answer(peer: tuple[LoopJsonRpcClient, Any]) -> None:

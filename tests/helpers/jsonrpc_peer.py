@@ -11,12 +11,20 @@ notification and request it sends carries `sent`, its `time.monotonic()` when wr
 - `die`: writes a line to stderr and exits 3; `garble`: writes a frame that is not JSON.
 """
 
+import asyncio
 import json
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:  # not imported when run as the peer: the SDK's package takes most of a second to import
+    from copilot._jsonrpc import JsonRpcClient
+
+Client = TypeVar("Client", bound="JsonRpcClient")
 
 _STAMP = "the time, 20 wide."
 _STAMP_JSON = json.dumps(_STAMP).encode()  # as wide as a monotonic time written "%20.9f" (JSON allows the spaces)
@@ -26,6 +34,25 @@ def spawn() -> "subprocess.Popen[bytes]":
     """The peer, spawned as the SDK spawns the CLI: a Popen with three pipes."""
     pipe = subprocess.PIPE
     return subprocess.Popen([sys.executable, str(Path(__file__).resolve())], stdin=pipe, stdout=pipe, stderr=pipe)
+
+
+@asynccontextmanager
+async def connected(client_class: type[Client]) -> AsyncIterator[tuple[Client, "subprocess.Popen[bytes]"]]:
+    """A started client of `client_class` (the SDK's JsonRpcClient or a subclass) on a new peer; afterwards the peer
+    killed and reaped, the client stopped, the pipes closed."""
+    process = spawn()
+    client = client_class(process)
+    client.start(asyncio.get_running_loop())
+    try:
+        yield client, process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        await asyncio.to_thread(process.wait)
+        await client.stop()
+        for pipe in (process.stdin, process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()
 
 
 def _frame(message: dict[str, Any]) -> bytes:
