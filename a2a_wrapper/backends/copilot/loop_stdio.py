@@ -38,7 +38,6 @@ class LoopJsonRpcClient(JsonRpcClient):
         super().__init__(process)
         self._received = bytearray()  # read from stdout, not yet handled
         self._stdout_ended = False
-        self._ended = False
         self._handling = False  # a pass of the loop that handles what was received is scheduled
         self._unsent = bytearray()  # written to stdin's pipe once it has room
         self._sending: list[tuple[int, asyncio.Future[None]]] = []  # (bytes left to write before it is whole, waiter)
@@ -139,10 +138,10 @@ class LoopJsonRpcClient(JsonRpcClient):
 
     def _end(self) -> None:
         """The SDK reader's end, on a thread as there (it waits up to 1 s for the stderr reader): requests still
-        waiting fail with the CLI's exit, and the client learns the connection closed."""
-        if not self._running or self._ended:
+        waiting fail with the CLI's exit, and the client learns the connection closed. Runs once: the stream's end
+        stops the reading, and only the pass that finds nothing left to handle comes here."""
+        if not self._running:
             return
-        self._ended = True
         self._stop_writing(ProcessExitedError("The Copilot CLI closed its output."))
         threading.Thread(target=self._reader_ended, daemon=True).start()
 
