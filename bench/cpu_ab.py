@@ -76,6 +76,8 @@ def run_block(checkout: Path, turns: int, backend: str) -> tuple[float, float]:
 
 
 def main() -> int:
+    from backends import SECTIONS
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("a", type=Path, nargs="?", help="checkout A (the old code)")
     parser.add_argument("b", type=Path, nargs="?", help="checkout B (the new code)")
@@ -84,7 +86,7 @@ def main() -> int:
     parser.add_argument(
         "--backend",
         default="opencode",
-        choices=["opencode", "copilot", "acp-opencode", "acp-copilot"],
+        choices=list(SECTIONS),
         help="the agent's backend, as bench/backends.py configures it (default opencode)",
     )
     parser.add_argument("--block", action="store_true", help=argparse.SUPPRESS)
