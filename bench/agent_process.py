@@ -16,7 +16,7 @@ import asyncio
 import gc
 import logging
 import multiprocessing
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -81,12 +81,15 @@ async def serving(agent: RunningAgent) -> AsyncIterator[str]:
 
 
 @asynccontextmanager
-async def agent_process(settings: AgentSettings) -> AsyncIterator[AgentProcess]:
-    """The agent served in a child process until the block ends."""
+async def agent_process(
+    settings: AgentSettings, prepare: Callable[[], None] | None = None
+) -> AsyncIterator[AgentProcess]:
+    """The agent served in a child process until the block ends; `prepare` (a module-level function) runs there
+    first."""
     context = multiprocessing.get_context("spawn")  # a clean interpreter: nothing of the bench's loop or threads
     control, theirs = context.Pipe()
     child = context.Process(
-        target=_main, args=(settings, theirs, logging.getLogger().level), name="bench-agent", daemon=True
+        target=_main, args=(settings, theirs, logging.getLogger().level, prepare), name="bench-agent", daemon=True
     )
     child.start()
     theirs.close()
@@ -136,8 +139,10 @@ def _received(control: Connection) -> Any:
 # in the agent's process
 
 
-def _main(settings: AgentSettings, control: Connection, log_level: int) -> None:
+def _main(settings: AgentSettings, control: Connection, log_level: int, prepare: Callable[[], None] | None) -> None:
     logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s agent %(name)s: %(message)s")
+    if prepare is not None:
+        prepare()
     try:
         event_loop.run(_serve(settings, control))  # the loop a2a-wrap runs on
     except Exception as exc:  # told to the bench, which raises it there
