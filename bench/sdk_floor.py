@@ -14,9 +14,10 @@ features add (connection and message limits, retries that run once, tasks writte
 - agent: the agent as `a2a-wrap` serves it (bench/agent_process.py), on a backend that answers "ok" at once.
 
 Each server has a process of its own. One A2A client (bench/overhead.py's) streams trivial turns on one context,
-first back to back, then each followed by a pause (`--settle`, as the other benches pause): after a pause this
-VM's caches are cold again and every figure grows, a2a-sdk's alone too. Printed per server and pacing: the
-server's CPU a turn (all its threads, from /proc, in ns) and the turn's p50 at the client.
+first back to back, then each followed by a pause (`--settle`, as the other benches pause): after a pause every
+figure grows, a2a-sdk's alone too (on this VM, about twice: the same work, most likely on cold caches). Printed
+per server and pacing: the server's CPU a turn (all its threads, from /proc, in ns) and the turn's p50 at the
+client.
 
     .venv/bin/python bench/sdk_floor.py [--turns 300] [--paused-turns 100] [--settle 0.1]
 """
