@@ -1,5 +1,5 @@
-"""What a streamed trivial turn costs the A2A side alone: a2a-sdk by itself, a2a-sdk with the agent's layers over
-it, and the whole agent, each with a backend that answers at once.
+"""What a streamed trivial turn costs the A2A side alone: its HTTP stack by itself, a2a-sdk, a2a-sdk with the agent's
+layers over it, and the whole agent, each with a backend that answers at once.
 
 bench/overhead.py and bench/backends.py time the wrapper against its backend called directly, so all of the A2A
 side counts as added there (over ACP, whose direct client does little, nearly all of the agent's work). This bench
@@ -7,9 +7,11 @@ splits that share: what a2a-sdk 1.3.0 itself takes (the front end DESIGN.md name
 it (frontend/sdk_*.py, wire_printer.py, edge/event_stream_response.py) leave of that, and what the agent's own
 features add (connection and message limits, retries that run once, tasks written to SQLite, the guard, metrics):
 
+- starlette: uvicorn and Starlette alone, on the agent's event loop: the request's body parsed, the five events the
+  agent's turn sends (the task, `working`, the answer as a chunk and a last chunk, `completed`) written with orjson,
+  nothing kept: about the least a streamed turn can cost on this HTTP stack, with no task store and no checks;
 - sdk: a2a-sdk's DefaultRequestHandler, in-memory task store and JSON-RPC routes on uvicorn, on the agent's event
-  loop; its executor answers at once with what the agent's turn sends (the task, `working`, the answer as a chunk
-  and a last chunk, `completed`: five SSE events);
+  loop; its executor answers at once with the same five events;
 - sdk+layers: the same, after the agent's layers over the SDK are installed, as the agent installs them;
 - agent: the agent as `a2a-wrap` serves it (bench/agent_process.py), on a backend that answers "ok" at once.
 
@@ -36,19 +38,38 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import orjson
+import uvicorn
+from a2a.helpers import new_text_part
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_jsonrpc_routes
+from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Task, TaskState, TaskStatus
 from agent_process import agent_process, thread_cpu_seconds
 from backends import wrapped_settings
 from overhead import TRIVIAL, WrapperClient
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
+from starlette.routing import Route
 
 from a2a_wrapper import event_loop
 from a2a_wrapper.backends.base import Capabilities, Health, Prompt, Session
 from a2a_wrapper.backends.opencode.launch import free_port
 from a2a_wrapper.events import Done, Text, Usage
+from a2a_wrapper.frontend import wire_printer
+from a2a_wrapper.frontend.edge.event_stream_response import use_event_streams
+from a2a_wrapper.frontend.sdk_dispatch import use_direct_dispatch
+from a2a_wrapper.frontend.sdk_json import use_fast_json
+from a2a_wrapper.frontend.sdk_queues import use_loop_queues
+from a2a_wrapper.frontend.sdk_validation import use_planned_validation
 from a2a_wrapper.offline_model import OfflineModel
 
 WARMUP = 50  # unrecorded turns first: imports, caches and the task store's first writes
-START_TIMEOUT = 30.0  # seconds for a bare SDK server to answer its first request
-SERVERS = ("sdk", "sdk+layers", "agent")
+START_TIMEOUT = 30.0  # seconds for a server without the agent to answer its first request
+SERVERS = ("starlette", "sdk", "sdk+layers", "agent")
 
 
 @dataclass(frozen=True)
@@ -114,20 +135,45 @@ def use_instant_backend() -> None:
     agent.create_backend = lambda settings, sandbox=None: InstantBackend()  # type: ignore[assignment, return-value]
 
 
-# a2a-sdk by itself
+# the servers without the agent, each in a child process until it is killed
 
 
-def serve_sdk(port: int, layered: bool) -> None:
-    """a2a-sdk's own server on `port`, in this (child) process, until it is killed."""
-    import uvicorn
-    from a2a.helpers import new_text_part
-    from a2a.server.agent_execution import AgentExecutor, RequestContext
-    from a2a.server.events import EventQueue
-    from a2a.server.request_handlers import DefaultRequestHandler
-    from a2a.server.routes import create_jsonrpc_routes
-    from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
-    from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Task, TaskState, TaskStatus
-    from starlette.applications import Starlette
+def serve(name: str, port: int) -> None:
+    app = starlette_alone() if name == "starlette" else sdk_alone(port, layered=name == "sdk+layers")
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
+    event_loop.run(server.serve())
+
+
+def starlette_alone() -> Starlette:
+    """The JSON-RPC body parsed and the turn's five events written, as plain dicts: no SDK, no store, no checks."""
+
+    async def stream(request: Request) -> StreamingResponse:
+        body = orjson.loads(await request.body())
+        message, request_id = body["params"]["message"], body.get("id")
+        ids = {"taskId": uuid.uuid4().hex, "contextId": message.get("contextId") or uuid.uuid4().hex}
+        task = {"id": ids["taskId"], "contextId": ids["contextId"], "history": [message]}
+        answer = [({"text": "ok"}, {"lastChunk": False}), ({"text": ""}, {"append": True, "lastChunk": True})]
+        results = [
+            {"task": {**task, "status": {"state": "TASK_STATE_SUBMITTED"}}},
+            {"statusUpdate": {**ids, "status": {"state": "TASK_STATE_WORKING"}}},
+            *(
+                {"artifactUpdate": {**ids, "artifact": {"artifactId": "response", "parts": [part]}, **how}}
+                for part, how in answer
+            ),
+            {"statusUpdate": {**ids, "status": {"state": "TASK_STATE_COMPLETED"}}},
+        ]
+
+        async def events() -> AsyncIterator[bytes]:
+            for result in results:
+                yield b"data: " + orjson.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}) + b"\n\n"
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    return Starlette(routes=[Route("/", stream, methods=["POST"])])
+
+
+def sdk_alone(port: int, layered: bool) -> Starlette:
+    """a2a-sdk's own server, answering on `port`."""
 
     if layered:
         install_sdk_layers()
@@ -162,20 +208,11 @@ def serve_sdk(port: int, layered: bool) -> None:
         skills=[AgentSkill(id="answer", name="answer", description="Answers at once.", tags=["bench"])],
     )
     handler = DefaultRequestHandler(agent_executor=Answer(), task_store=InMemoryTaskStore(), agent_card=card)
-    app = Starlette(routes=create_jsonrpc_routes(handler, "/", enable_v0_3_compat=True))
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
-    event_loop.run(server.serve())
+    return Starlette(routes=create_jsonrpc_routes(handler, "/", enable_v0_3_compat=True))
 
 
 def install_sdk_layers() -> None:
     """The agent's layers over a2a-sdk, as frontend/app.py installs them (those that change the SDK's own code)."""
-    from a2a_wrapper.frontend import wire_printer
-    from a2a_wrapper.frontend.edge.event_stream_response import use_event_streams
-    from a2a_wrapper.frontend.sdk_dispatch import use_direct_dispatch
-    from a2a_wrapper.frontend.sdk_json import use_fast_json
-    from a2a_wrapper.frontend.sdk_queues import use_loop_queues
-    from a2a_wrapper.frontend.sdk_validation import use_planned_validation
-
     wire_printer.install()
     use_fast_json()
     use_event_streams()
@@ -185,10 +222,10 @@ def install_sdk_layers() -> None:
 
 
 @asynccontextmanager
-async def sdk_server(layered: bool) -> AsyncIterator[tuple[str, int]]:
-    """A bare SDK server in a process of its own: its URL and pid."""
+async def child_server(name: str) -> AsyncIterator[tuple[str, int]]:
+    """A server without the agent in a process of its own: its URL and pid."""
     port = free_port()
-    child = multiprocessing.get_context("spawn").Process(target=serve_sdk, args=(port, layered), daemon=True)
+    child = multiprocessing.get_context("spawn").Process(target=serve, args=(name, port), daemon=True)
     child.start()
     try:
         url = f"http://127.0.0.1:{port}/"
@@ -203,7 +240,7 @@ async def _answering(url: str, child: Any) -> None:
     async with aiohttp.ClientSession() as http, asyncio.timeout(START_TIMEOUT):
         while True:
             if not child.is_alive():
-                raise RuntimeError(f"the SDK server ended with code {child.exitcode} before it answered")
+                raise RuntimeError(f"the server ended with code {child.exitcode} before it answered")
             try:
                 async with http.get(url):  # any answer: it serves
                     return
@@ -240,7 +277,7 @@ async def server(name: str, folder: Path) -> AsyncIterator[tuple[str, int]]:
             agent = await stack.enter_async_context(agent_process(settings, prepare=use_instant_backend))
             yield agent.url, agent.pid
     else:
-        async with sdk_server(layered=name == "sdk+layers") as served:
+        async with child_server(name) as served:
             yield served
 
 
