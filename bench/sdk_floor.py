@@ -17,8 +17,8 @@ features add (connection and message limits, retries that run once, tasks writte
 
 Each server has a process of its own. One A2A client (bench/overhead.py's) streams trivial turns on one context,
 first back to back, then each followed by a pause (`--settle`, as the other benches pause): after a pause every
-figure grows, a2a-sdk's alone too (on this VM, about twice: the same work, most likely on cold caches). Printed
-per server and pacing: the server's CPU a turn (all its threads, from /proc, in ns) and the turn's p50 at the
+server's figures grow, the bare stack's too (on this VM 1.7-4 times for the same work, most likely on cold caches).
+Printed per server and pacing: the server's CPU a turn (all its threads, from /proc, in ns) and the turn's p50 at the
 client.
 
     .venv/bin/python bench/sdk_floor.py [--turns 300] [--paused-turns 100] [--settle 0.1]
