@@ -12,7 +12,8 @@ features add (connection and message limits, retries that run once, tasks writte
   nothing kept: about the least a streamed turn can cost on this HTTP stack, with no task store and no checks;
 - sdk: a2a-sdk's DefaultRequestHandler, in-memory task store and JSON-RPC routes on uvicorn, on the agent's event
   loop; its executor answers at once with the same five events;
-- sdk+layers: the same, after the agent's layers over the SDK are installed, as the agent installs them;
+- sdk+layers: the same, after the agent's layers over the SDK are installed, as the agent installs them
+  (frontend/sdk_layers.py);
 - agent: the agent as `a2a-wrap` serves it (bench/agent_process.py), on a backend that answers "ok" at once.
 
 Each server has a process of its own. One A2A client (bench/overhead.py's) streams trivial turns on one context,
@@ -59,12 +60,7 @@ from a2a_wrapper import event_loop
 from a2a_wrapper.backends.base import Capabilities, Health, Prompt, Session
 from a2a_wrapper.backends.opencode.launch import free_port
 from a2a_wrapper.events import Done, Text, Usage
-from a2a_wrapper.frontend import wire_printer
-from a2a_wrapper.frontend.edge.event_stream_response import use_event_streams
-from a2a_wrapper.frontend.sdk_dispatch import use_direct_dispatch
-from a2a_wrapper.frontend.sdk_json import use_fast_json
-from a2a_wrapper.frontend.sdk_queues import use_loop_queues
-from a2a_wrapper.frontend.sdk_validation import use_planned_validation
+from a2a_wrapper.frontend.sdk_layers import use_sdk_layers
 from a2a_wrapper.offline_model import OfflineModel
 
 WARMUP = 50  # unrecorded turns first: imports, caches and the task store's first writes
@@ -176,7 +172,7 @@ def sdk_alone(port: int, layered: bool) -> Starlette:
     """a2a-sdk's own server, answering on `port`."""
 
     if layered:
-        install_sdk_layers()
+        use_sdk_layers()
 
     class Answer(AgentExecutor):
         async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
@@ -209,16 +205,6 @@ def sdk_alone(port: int, layered: bool) -> Starlette:
     )
     handler = DefaultRequestHandler(agent_executor=Answer(), task_store=InMemoryTaskStore(), agent_card=card)
     return Starlette(routes=create_jsonrpc_routes(handler, "/", enable_v0_3_compat=True))
-
-
-def install_sdk_layers() -> None:
-    """The agent's layers over a2a-sdk, as frontend/app.py installs them (those that change the SDK's own code)."""
-    wire_printer.install()
-    use_fast_json()
-    use_event_streams()
-    use_loop_queues()
-    use_direct_dispatch()
-    use_planned_validation()
 
 
 @asynccontextmanager

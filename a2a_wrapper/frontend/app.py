@@ -23,12 +23,10 @@ from starlette.types import ASGIApp
 from a2a_wrapper.backends.base import Backend
 from a2a_wrapper.config.settings import AuthSettings, ServerSettings
 from a2a_wrapper.errors import ConfigError
-from a2a_wrapper.frontend import wire_printer
 from a2a_wrapper.frontend.auth import CallContextBuilder, Callers, authentication
 from a2a_wrapper.frontend.card import CARD_PATH, JSONRPC_PATH, REST_PATH
 from a2a_wrapper.frontend.card_route import card_routes
 from a2a_wrapper.frontend.edge.body_limit import BodyLimit
-from a2a_wrapper.frontend.edge.event_stream_response import use_event_streams
 from a2a_wrapper.frontend.edge.http_edge import LastModified, SlashFree
 from a2a_wrapper.frontend.edge.jsonrpc_edge import JsonRpcEdge
 from a2a_wrapper.frontend.edge.message_edge import MessageEdge
@@ -43,11 +41,8 @@ from a2a_wrapper.frontend.handler.message_limits import MessageLimits
 from a2a_wrapper.frontend.handler.sdk_handler import SdkHandler
 from a2a_wrapper.frontend.handler.task_pages import BoundedPages
 from a2a_wrapper.frontend.metrics import CONTENT_TYPE, AgentMetrics
-from a2a_wrapper.frontend.sdk_dispatch import use_direct_dispatch
-from a2a_wrapper.frontend.sdk_json import use_fast_json
+from a2a_wrapper.frontend.sdk_layers import use_sdk_layers
 from a2a_wrapper.frontend.sdk_logs import lower_caller_errors
-from a2a_wrapper.frontend.sdk_queues import use_loop_queues
-from a2a_wrapper.frontend.sdk_validation import use_planned_validation
 from a2a_wrapper.push import Push
 from a2a_wrapper.state.message_ledger import MessageLedger
 
@@ -73,10 +68,8 @@ def build_app(
     if bool(card.security_requirements) != bool(callers):  # fail closed: never open while the card asks for a key
         raise ConfigError("auth: the card and the front end disagree on callers (build both from the same settings)")
     context_builder = CallContextBuilder()
-    wire_printer.install()
-    use_fast_json()
+    use_sdk_layers()
     lower_caller_errors()
-    use_event_streams()
 
     async def health(request: Request) -> JSONResponse:
         backend_status = await backend.health()
@@ -133,9 +126,7 @@ def request_handler(
     ended). Without `push`, the push config methods and a message that registers a webhook answer
     PushNotificationNotSupported. On shared state the store is versioned and `event_stream` carries the events of
     tasks other replicas run (a2a-sdk's cluster mode: subscribe and cancel across replicas)."""
-    use_loop_queues()
-    use_direct_dispatch()
-    use_planned_validation()
+    use_sdk_layers()
     attempts = Attempts()
     sdk = DefaultRequestHandler(
         agent_executor=executor,
