@@ -12,7 +12,6 @@ WrapperError
     └── SessionGone        the session a turn was sent to no longer exists in the backend
 """
 
-
 from typing import Any
 
 from pydantic_core import ErrorDetails
