@@ -132,7 +132,7 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
             settings.server.max_body_bytes,
             auth=settings.auth,
             metrics=metrics,
-            runtime=await asyncio.to_thread(describe_backends, settings, tenants),
+            runtime=await asyncio.to_thread(describe_backends, settings),
             body_timeout=settings.server.body_timeout,
             limits=limits,
             operator=operator_routes(settings.card.name, turns, settings.console, database),
@@ -260,9 +260,9 @@ async def agent_backend(
         await pool.stop()
 
 
-def describe_backends(settings: AgentSettings, tenants: TenantPool | None) -> dict[str, Any]:
-    """Where each caller's backend runs and what bounds it (as for any one of them), for /health."""
-    if tenants is None:
+def describe_backends(settings: AgentSettings) -> dict[str, Any]:
+    """Where each caller's backend runs and what bounds it (as for any one of them), for /health and `check`."""
+    if getattr(settings.backend, "base_url", None):
         return describe_runtime(settings, None)
     described = describe_runtime(tenant_settings(settings, "<tenant>"), None)
     described["tenants"] = {

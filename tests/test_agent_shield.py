@@ -11,6 +11,7 @@ import pytest
 from aiohttp import web
 
 from a2a_wrapper.agent import running_agent
+from a2a_wrapper.backends.tenants.folders import TENANTS
 from a2a_wrapper.config.runtimes import ProcessRuntime
 from a2a_wrapper.shield import ShieldConfig, ShieldError
 from a2a_wrapper.state.audit import recent
@@ -91,7 +92,7 @@ async def test_agent_rules_cannot_loosen_the_operator_floor(make_settings: Setti
     with pytest.raises(ShieldError, match="no-rm"):
         async with running_agent(settings):
             pass
-    assert not (settings.state_dir / "opencode").exists(), "nothing is spawned for rules that cannot load"
+    assert not (settings.state_dir / TENANTS).exists(), "nothing is spawned for rules that cannot load"
 
 
 async def test_a_person_approves_once_and_always_over_a2a(

@@ -18,6 +18,7 @@ from a2a_wrapper.backends.copilot import launch
 from a2a_wrapper.backends.copilot.translate import Translator, file_diffs, permission_kind
 from a2a_wrapper.backends.copilot.turn import NOBODY_ANSWERED
 from a2a_wrapper.backends.opencode.launch import free_port
+from a2a_wrapper.backends.tenants.folders import TENANTS
 from a2a_wrapper.config.backends import CopilotSettings
 from a2a_wrapper.config.runtimes import SandboxRuntime
 from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSettings
@@ -116,7 +117,7 @@ async def test_a_read_outside_the_workspace_is_decided_once(
 @pytest.mark.slow
 async def test_an_unanswered_question_tells_the_model_so(copilot_settings: CopilotFactory) -> None:
     async with running_agent(copilot_settings(auto_approve=True)) as agent:
-        session = await agent.backend.open_session("ctx-unanswered")
+        session = await agent.backend.open_session("/ctx-unanswered")  # the anonymous caller's, as without auth
         turn = agent.backend.turn(session, Prompt('[[tool:ask_user {"question": "Which?", "choices": ["A"]}]]'))
         texts: list[str] = []
         async with asyncio.timeout(60):
@@ -211,7 +212,7 @@ async def test_no_token_and_no_provider_fails_at_start_naming_the_keys(
             pass
     for key in ("backend.github_token", "COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN", "backend.provider"):
         assert key in str(caught.value)
-    assert settings.state_dir is not None and not (settings.state_dir / "copilot").exists()
+    assert settings.state_dir is not None and not list(settings.state_dir.glob(f"{TENANTS}/*/copilot"))
 
 
 def backend_settings(**fields: Any) -> CopilotSettings:

@@ -79,8 +79,13 @@ class TenantPool:
     # lifecycle
 
     async def start(self) -> None:
-        for caller in self._warm:  # a failure stops the agent's start, as a single backend's did
-            await self.admit(caller)
+        for caller in self._warm:  # a failure stops the agent's start with its own error, as a single backend's did
+            try:
+                await self.admit(caller)
+            except BackendUnavailable as exc:
+                if isinstance(exc.__cause__, WrapperError):
+                    raise exc.__cause__ from None
+                raise
         self._reaper = asyncio.create_task(self._reap(), name=f"{self._name}-tenant-reaper")
 
     async def stop(self) -> None:
@@ -100,6 +105,11 @@ class TenantPool:
         """Whether the caller's backend runs now (a turn of theirs starts without waiting for it)."""
         tenant = self._tenants.get(tenant_id(caller))
         return tenant is not None and tenant.backend is not None
+
+    def backend_of(self, caller: str) -> Backend | None:
+        """The caller's backend while it runs (for a look behind the contract: diagnostics, tests)."""
+        tenant = self._tenants.get(tenant_id(caller))
+        return tenant.backend if tenant is not None else None
 
     async def admit(self, caller: str) -> None:
         """The caller's backend running, started if need be; raises `CallerLimit` past `tenants.max_running`."""
