@@ -12,6 +12,7 @@ import re
 import time
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,22 +36,22 @@ COMPLETED, ASKED, REJECTED = "TASK_STATE_COMPLETED", "TASK_STATE_INPUT_REQUIRED"
 PASSWORD_VARIABLE = "OPENCODE_SERVER_PASSWORD"
 
 
+@dataclass
+class Callers:
+    alice: httpx.AsyncClient
+    bob: httpx.AsyncClient
+
+
 @pytest.fixture
-def people(monkeypatch: pytest.MonkeyPatch) -> None:
+async def callers(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Callers]:
+    """Alice and Bob, each with a client presenting her or his key."""
     for name, value in KEYS.items():
         monkeypatch.setenv(name, value)
-
-
-@pytest.fixture
-async def alice() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(timeout=120, headers=bearer(KEYS["ALICE_KEY"])) as client:
-        yield client
-
-
-@pytest.fixture
-async def bob() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(timeout=120, headers=bearer(KEYS["BOB_KEY"])) as client:
-        yield client
+    async with (
+        httpx.AsyncClient(timeout=120, headers=bearer(KEYS["ALICE_KEY"])) as alice,
+        httpx.AsyncClient(timeout=120, headers=bearer(KEYS["BOB_KEY"])) as bob,
+    ):
+        yield Callers(alice, bob)
 
 
 def settings_of(make_settings: SettingsFactory, **fields: Any) -> AgentSettings:
@@ -146,12 +147,9 @@ def probe(secret: str, password: str, username: str, port: int, her_folder: Path
 
 @pytest.mark.timeout(600)
 async def test_one_callers_tools_find_nothing_of_anothers_conversation(
-    make_settings: SettingsFactory,
-    offline_model: OfflineModel,
-    people: None,
-    alice: httpx.AsyncClient,
-    bob: httpx.AsyncClient,
+    make_settings: SettingsFactory, offline_model: OfflineModel, callers: Callers
 ) -> None:
+    alice, bob = callers.alice, callers.bob
     secret = f"alice-says-{uuid.uuid4().hex}"
     settings = settings_of(make_settings, auto_approve=True)
     assert settings.state_dir is not None
@@ -170,9 +168,9 @@ async def test_one_callers_tools_find_nothing_of_anothers_conversation(
         assert her_env["XDG_DATA_HOME"].startswith(f"{hers}/") and his_env["XDG_DATA_HOME"].startswith(f"{his}/")
         assert files_holding(hers, secret), "her conversation is kept in her backend's folder"
         assert not files_holding(his, secret) and not files_holding(settings.state_dir / "workspace", secret)
-        her_port = port_of(her_pid)
+        her_port, her_user = port_of(her_pid), her_env.get("OPENCODE_SERVER_USERNAME", "opencode")
 
-        command = probe(secret, her_env[PASSWORD_VARIABLE], served.agent.settings.backend.username, her_port, hers)
+        command = probe(secret, her_env[PASSWORD_VARIABLE], her_user, her_port, hers)
         probed = await stream(bob, served.jsonrpc, bash_params(command, description="look around"))
         assert final_state(probed) == COMPLETED, probed
         found = (served.workdir / "probe.txt").read_text(errors="replace")
@@ -188,12 +186,9 @@ async def test_one_callers_tools_find_nothing_of_anothers_conversation(
 
 @pytest.mark.timeout(600)
 async def test_past_the_cap_a_new_caller_is_rejected_while_the_first_goes_on(
-    make_settings: SettingsFactory,
-    offline_model: OfflineModel,
-    people: None,
-    alice: httpx.AsyncClient,
-    bob: httpx.AsyncClient,
+    make_settings: SettingsFactory, offline_model: OfflineModel, callers: Callers
 ) -> None:
+    alice, bob = callers.alice, callers.bob
     settings = settings_of(make_settings, shield=ShieldConfig(), tenants={"max_running": 1})  # every command asks
     async with serving(settings, offline_model) as served:
         asked = await stream(alice, served.jsonrpc, bash_params("touch hers.txt"))
@@ -239,8 +234,9 @@ async def turns(client: httpx.AsyncClient, url: str, context_id: str | None = No
 
 @pytest.mark.timeout(600)
 async def test_an_idle_backend_stops_and_its_caller_resumes_where_she_was(
-    make_settings: SettingsFactory, offline_model: OfflineModel, people: None, alice: httpx.AsyncClient
+    make_settings: SettingsFactory, offline_model: OfflineModel, callers: Callers
 ) -> None:
+    alice = callers.alice
     settings = settings_of(make_settings, auto_approve=True, tenants={"idle_stop": 2})
     async with serving(settings, offline_model) as served:
         assert (await served.agent.backend.health())["tenants"]["running"] == 0, "none before a caller comes"
