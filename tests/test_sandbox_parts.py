@@ -211,7 +211,7 @@ async def test_a_deep_state_folder_gets_its_sockets_in_a_short_private_folder(tm
     sandbox = Sandbox(settings, None, None)
     await sandbox.start()
     try:
-        socket = sandbox.socket_path("opencode.sock")
+        socket = sandbox.served_socket("opencode.sock")
         assert len(str(socket)) < 100 and not str(socket).startswith(str(deep))
         assert oct(socket.parent.parent.stat().st_mode & 0o777) == "0o700"
     finally:
