@@ -154,43 +154,68 @@ def _entry(index: int, secret: Secret) -> str:
     return f"(?P<s{index}>{secret.before.rx}(?P<v{index}>{secret.value.rx}{tail}){secret.after.rx})"
 
 
-def by_first_char(render: Callable[[int, Secret], str]) -> dict[str, re.Pattern[str]]:
+def _by_first_char(table: tuple[Secret, ...], render: Callable[[int, Secret], str]) -> dict[str, re.Pattern[str]]:
     """One regex per first character: the entries that can start with it, in table order."""
     entries: dict[str, list[str]] = {}
-    for index, secret in enumerate(SECRETS):
+    for index, secret in enumerate(table):
         for char in first_chars(secret.head):
             entries.setdefault(char, []).append(render(index, secret))
     return {char: re.compile("|".join(rxs)) for char, rxs in entries.items()}
 
 
-SCAN = by_first_char(_entry)  # all entries tried at once: the leftmost match wins, then the earlier entry
-CANDIDATE = re.compile(triggers((s.head for s in SECRETS), whole=True))  # where SCAN is worth trying
-MAX_HOLD = max(s.head.reach for s in SECRETS)  # the most text a stream holds back
+class Rules:
+    """A table of credential shapes compiled for search, whole (`find`) and on a stream (`prefix`, `opening`)."""
+
+    def __init__(self, table: tuple[Secret, ...]) -> None:
+        self.table = table
+        self._scan = _by_first_char(table, _entry)  # all entries tried at once: leftmost wins, then the earlier
+        self._candidate = re.compile(triggers((s.head for s in table), whole=True))  # where a scan is worth trying
+        self.max_hold = max(s.head.reach for s in table)  # the most text a stream holds back
+        self.prefix = _by_first_char(table, lambda _, secret: secret.head.prefix)
+        self.opening = re.compile(triggers((s.head for s in table), whole=False))  # where `prefix` is worth trying
+
+    def identify(self, match: re.Match[str]) -> tuple[int, Secret]:
+        """Which table entry a match of `find` is."""
+        index = int((match.lastgroup or "s0")[1:])
+        return index, self.table[index]
+
+    def find(self, text: str, pos: int) -> re.Match[str] | None:
+        """The next credential from `pos`; trying only where a trigger points is 10 to 100 times faster."""
+        while hit := self._candidate.search(text, pos):
+            if match := self._scan[text[hit.start()]].match(text, hit.start()):
+                return match
+            pos = hit.start() + 1
+        return None
+
+
 SECRET_KEY = re.compile(rf"[\w.-]*{KEYWORD.rx}|(?i:authorization|proxy-authorization|cookie|set-cookie)")
+TABLE = Rules(SECRETS)
+# Every later table holds SECRETS and more text per entry than a stream may hold back: no more than this.
+MAX_HOLD = TABLE.max_hold
+_active = TABLE
 
 
-def identify(match: re.Match[str]) -> tuple[int, Secret]:
-    """Which table entry a `SCAN` match is."""
-    index = int((match.lastgroup or "s0")[1:])
-    return index, SECRETS[index]
+def active() -> Rules:
+    """The rules in force: the table, and the process's own secrets once `known.remember_secrets` has run."""
+    return _active
 
 
-def find(text: str, pos: int) -> re.Match[str] | None:
-    """The next `SCAN` match from `pos`; trying only where `CANDIDATE` points is 10 to 100 times faster."""
-    while hit := CANDIDATE.search(text, pos):
-        if match := SCAN[text[hit.start()]].match(text, hit.start()):
-            return match
-        pos = hit.start() + 1
-    return None
+def use(rules: Rules) -> None:
+    """Puts `rules` in force for the whole process (each redaction, stream and log record from now on)."""
+    global _active
+    if rules.max_hold > MAX_HOLD:
+        raise ValueError(f"rules that hold back {rules.max_hold} characters, past the table's {MAX_HOLD}")
+    _active = rules
 
 
 def redact(text: str) -> tuple[str, list[Finding]]:
     """`text` with every credential value replaced by `[REDACTED:<kind>]`, and what was replaced."""
+    rules = _active
     parts: list[str] = []
     findings: list[Finding] = []
     pos = 0
-    while match := find(text, pos):
-        index, secret = identify(match)
+    while match := rules.find(text, pos):
+        index, secret = rules.identify(match)
         start, end = match.span(f"v{index}")
         parts += (text[pos:start], secret.marker, text[end : match.end()])
         findings.append(Finding(secret.kind, start, end))
