@@ -119,7 +119,7 @@ DER_KEY = alt(
 )
 # A base64 body runs on over line breaks (and a YAML block's indent) while the next line is all base64.
 BASE64_BODY = Tail(alt(cls(B64_RUN), seq(opt(lit("\r")), lit("\n"), run(WS, 0, 8),
-                                         ahead(seq(run(B64, 4, 76), not_ahead("[^=\r\n]"))))))  # fmt: skip
+                                         ahead(seq(run(B64, 4, 76), cls("[=\r\n]"))))))  # fmt: skip
 # A PEM file base64-encoded whole (kubeconfig's `client-key-data`, a Kubernetes Secret's data): the BEGIN line
 PEM_IN_BASE64 = sorted(
     middle
@@ -151,6 +151,7 @@ def _command_flag(commands: tuple[str, ...], flags: tuple[str, ...], joiner: Nod
 
 
 SPACED, ATTACHED_OR_SPACED = run(WS, 1, 3), run(WS, 0, 3)
+PASSWORD_OPTIONS = ("--password", "--passwd", "--http-password", "--ftp-password", "--proxy-password", "--db-password")
 LONG_FLAG = alt(lit("="), SPACED)  # `--password=X` or `--password X`
 COMMAND_LINE = (
     # `-pX`, attached (`-p X` asks for the password instead)
@@ -165,8 +166,7 @@ COMMAND_LINE = (
     _command_flag(("sqlcmd", "bcp"), ("-P",), SPACED),
     _command_flag(("smbclient",), ("-U", "--user"), alt(lit("="), SPACED)),  # `user%password`: both go
     # any command's long option (`--password-stdin` and `--password-file` are other options)
-    Secret("credential", before=seq(not_behind("[^ \\t]"), lit("--password", "--passwd", "--http-password", "--ftp-password",
-                                                 "--proxy-password", "--db-password"), LONG_FLAG, opt(cls(QUOTE))),
+    Secret("credential", before=seq(not_behind("[^ \\t]"), lit(*PASSWORD_OPTIONS), LONG_FLAG, opt(cls(QUOTE))),
            value=seq(NOT_PLACEHOLDER, not_ahead("-"), cls(ARG)), tail=Tail(cls(ARG))),
 )  # fmt: skip
 

@@ -194,7 +194,8 @@ KEPT = [
     '{"auth": "oauth", "authType": "basic"}',
     "the machine learning model's default password policy",
     "client-key-data: ${KUBE_CLIENT_KEY}",
-    "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIJAKxyz0123456789abcdefghijklmnopqrstuvwxyzABCDEFG\n-----END CERTIFICATE-----",
+    "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIJAKxyz0123456789abcdefghijklmnopqrstuvwxyzABCDEFG\n"
+    "-----END CERTIFICATE-----",
     "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunVTLw7onLRnrq0",
     "MCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=",
     "mysql -u root -p db",
