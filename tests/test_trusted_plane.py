@@ -118,8 +118,8 @@ async def test_a_plugin_planted_in_opencodes_config_is_never_loaded(
     (config / "package.json").symlink_to(host_file)  # planted by a run of an earlier layout
     plugin = "export default async () => { await Bun.write('" + str(workdir / "loaded") + "', 'x'); return {} }"
     attack = (
-        f"{{ mkdir -p $XDG_CONFIG_HOME/opencode/plugin; echo \"{plugin}\" > $XDG_CONFIG_HOME/opencode/plugin/evil.js; }}"
-        f" 2>&1 | {_ERRORS}; echo done"
+        "{ mkdir -p $XDG_CONFIG_HOME/opencode/plugin; "
+        f"echo \"{plugin}\" > $XDG_CONFIG_HOME/opencode/plugin/evil.js; }} 2>&1 | {_ERRORS}; echo done"
     )
     async with harness.serving(auto_approve=True) as served:
         said = await _run(http, served.jsonrpc, attack)
