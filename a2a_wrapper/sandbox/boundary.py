@@ -84,7 +84,7 @@ class Sandbox:
         self._masked, self._read_only = denied_paths(self._settings.shield, workdir)
         self._sockets = _sockets_folder(self._sockets)
         (self._sockets / "serve").mkdir(mode=0o700, parents=True, exist_ok=True)  # the backend may serve here first
-        self._proxy = EgressProxy(self._sockets / "egress" / EGRESS_SOCKET, self._egress, self._record)
+        self._proxy = EgressProxy(self._sockets / "egress" / EGRESS_SOCKET, self._egress, self._record, busy=self._busy)
         await self._proxy.start()
         log.info(
             "[%s] sandbox: %s writable; endpoints %s; every other host through the egress proxy",
@@ -197,6 +197,12 @@ class Sandbox:
                     "point backend.workdir, backend.env folders and runtime.read/write at folders of their own"
                 )
 
+    def _busy(self) -> None:
+        """A connection refused because the egress proxy had its cap open: counted, never audited (a flood
+        would flood the audit)."""
+        if self._counter is not None:
+            self._counter("busy")
+
     async def _record(self, decision: EgressDecision, wait_ms: float) -> None:
         if self._counter is not None:
             self._counter(decision.outcome)
@@ -210,7 +216,7 @@ class Sandbox:
             caller="",
             tool="egress",
             cls="network",
-            target=str(decision.destination),
+            target=decision.target,
             decision="allow" if decision.allowed else "deny",
             rule=decision.rule,
             decided_by="sandbox",
