@@ -127,12 +127,10 @@ class EgressPolicy:
         return decision
 
     def _refusal(self, address: Address) -> str:
-        if own(address):
-            return "an address of this machine"
         kind = non_public(address)
         if kind and not any(address in network for network in self._networks):
             return kind
-        return ""
+        return "an address of this machine" if own(address) else ""
 
     def _opened(self, host: str) -> bool:
         """The host is an IP address in a network runtime.hosts opens."""
