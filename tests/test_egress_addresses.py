@@ -12,14 +12,21 @@ import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import pytest
 from pydantic import ValidationError
 
 from a2a_wrapper.addresses import UnresolvableHost, non_public, own, resolve
 from a2a_wrapper.config.runtimes import SandboxRuntime
+from a2a_wrapper.offline_model import OfflineModel
 from a2a_wrapper.sandbox.egress import Destination, EgressDecision, EgressPolicy, EgressProxy
+from a2a_wrapper.sandbox.plan import PROXY_PORT
 from a2a_wrapper.shield import Shield
 from a2a_wrapper.shield.rules import ShieldConfig
+from a2a_wrapper.state.audit import recent
+from tests.helpers.a2a_wire import final_state, stream
+from tests.helpers.behaviour import BACKENDS, Harness
+from tests.helpers.tool_messages import answer_params, bash_params
 
 ALLOW_EVERY_HOST = ShieldConfig.model_validate({"defaults": {"network": "allow"}})
 LOCALHOST_RULE = ShieldConfig.model_validate(
@@ -257,3 +264,35 @@ def test_runtime_hosts_never_opens_loopback_and_names_a_bad_entry(entry: str, me
 
 def test_runtime_hosts_keeps_host_patterns_and_normalises_networks() -> None:
     assert SandboxRuntime(hosts=["*.Example.org", "10.1.2.3/16"]).hosts == ["*.example.org", "10.1.0.0/16"]
+
+
+@pytest.mark.slow
+async def test_a_sandboxed_agent_allowed_every_host_reaches_nothing_of_this_machine(
+    offline_model: OfflineModel, tmp_path: Path, http: httpx.AsyncClient, request: pytest.FixtureRequest
+) -> None:
+    """The real thing: OpenCode in the sandbox, every class allowed (`network: allow` included), its bash writing
+    CONNECTs to the proxy port by hand. Each way to this machine's loopback, the metadata address and private
+    networks is refused by address and audited; the listener standing for the wrapper's port accepts nothing."""
+    harness = Harness(BACKENDS[0], offline_model, tmp_path, request.node)
+    shield = ShieldConfig.model_validate(
+        {"defaults": {c: "allow" for c in ("read", "write", "delete", "execute", "network", "mcp")}}
+    )
+    async with listener() as (port, accepted), harness.serving(shield=shield) as served:
+        own_port = served.agent.settings.server.port
+        ways = [f"{way}:{port}" for way, _ in WAYS_IN] + [f"127.0.0.1:{own_port}", f"localhost:{own_port}"]
+        command = (
+            f"for t in {' '.join(repr(way) for way in ways)}; do exec 3<>/dev/tcp/127.0.0.1/{PROXY_PORT}; "
+            'printf "CONNECT $t HTTP/1.1\\r\\n\\r\\n" >&3; echo "$t $(head -c 12 <&3)"; exec 3<&-; '
+            "done > egress.txt; echo done"
+        )
+        events = await stream(http, served.jsonrpc, bash_params(command, description="run a command"))
+        while final_state(events) == "TASK_STATE_INPUT_REQUIRED":  # /dev/tcp is outside the workspace: asked
+            events = await stream(http, served.jsonrpc, answer_params(events[0]["task"], "yes"))
+        assert final_state(events) == "TASK_STATE_COMPLETED"
+        answers = dict(line.rsplit(" ", 2)[0::2] for line in (served.workdir / "egress.txt").read_text().splitlines())
+        database = served.agent.settings.state_dir / "state.db"  # type: ignore[operator]
+    assert accepted == [], "nothing reached the listener standing for the wrapper's port"
+    assert answers == dict.fromkeys(ways, "403"), answers
+    refused = {entry.target for entry in recent(database, 200) if entry.rule == "sandbox:address"}
+    assert f"localhost:{port} (127.0.0.1)" in refused and f"127.0.0.1:{own_port}" in refused, refused
+    assert f"169.254.169.254:{port}" in refused and f"100.64.0.1:{port}" in refused
