@@ -5,7 +5,6 @@ The attacks run through a real EgressProxy on a real Unix socket; "the wrapper's
 listener on 127.0.0.1 that counts what it accepts: it must accept nothing.
 """
 
-import asyncio
 import contextlib
 import ipaddress
 import socket
@@ -26,6 +25,7 @@ from a2a_wrapper.shield.rules import ShieldConfig
 from a2a_wrapper.state.audit import recent
 from tests.helpers.a2a_wire import final_state, stream
 from tests.helpers.behaviour import BACKENDS, Harness
+from tests.helpers.listener import listener, through
 from tests.helpers.tool_messages import answer_params, bash_params
 
 ALLOW_EVERY_HOST = ShieldConfig.model_validate({"defaults": {"network": "allow"}})
@@ -104,25 +104,6 @@ def test_this_machines_own_addresses_are_known_as_such() -> None:
 
 
 @contextlib.asynccontextmanager
-async def listener() -> AsyncIterator[tuple[int, list[bytes]]]:
-    """A TCP server on 127.0.0.1 that answers `pong` and records every connection it accepts."""
-    accepted: list[bytes] = []
-
-    async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        accepted.append(await reader.read(100))
-        writer.write(b"pong")
-        await writer.drain()
-        writer.close()
-
-    server = await asyncio.start_server(accept, "127.0.0.1", 0)
-    try:
-        yield server.sockets[0].getsockname()[1], accepted
-    finally:
-        server.close()
-        await server.wait_closed()
-
-
-@contextlib.asynccontextmanager
 async def proxy(tmp_path: Path, policy: EgressPolicy) -> AsyncIterator[tuple[EgressProxy, list[EgressDecision]]]:
     decisions: list[EgressDecision] = []
 
@@ -135,15 +116,6 @@ async def proxy(tmp_path: Path, policy: EgressPolicy) -> AsyncIterator[tuple[Egr
         yield served, decisions
     finally:
         await served.stop()
-
-
-async def through(proxy: EgressProxy, request: str) -> bytes:
-    reader, writer = await asyncio.open_unix_connection(proxy.socket_path)
-    writer.write(request.encode() + b"ping")
-    await writer.drain()
-    answer = await asyncio.wait_for(reader.read(), 15)
-    writer.close()
-    return answer
 
 
 # Every way to the listener's port on this machine, and the other non-public places an agent must not reach.
@@ -180,10 +152,16 @@ async def test_a_rule_that_allows_the_name_reaches_no_address_of_the_wrappers_ne
         rules = Shield(config, tmp_path) if config is not None else None
         policy = EgressPolicy({Destination("127.0.0.1", model_port)}, rules, hosts)
         async with proxy(tmp_path, policy) as (egress, decisions):
-            answers = {way: await through(egress, f"CONNECT {way}:{port} HTTP/1.1\r\n\r\n") for way, _ in WAYS_IN}
-            plain = await through(egress, f"GET http://localhost:{port}/ HTTP/1.1\r\nHost: localhost\r\n\r\n")
-            renamed = await through(egress, f"CONNECT localhost:{model_port} HTTP/1.1\r\n\r\n")
-            model = await through(egress, f"CONNECT 127.0.0.1:{model_port} HTTP/1.1\r\n\r\n")
+
+            async def connect(authority: str) -> bytes:
+                return await through(egress.socket_path, f"CONNECT {authority} HTTP/1.1\r\n\r\nping".encode())
+
+            answers = {way: await connect(f"{way}:{port}") for way, _ in WAYS_IN}
+            plain = await through(
+                egress.socket_path, f"GET http://localhost:{port}/ HTTP/1.1\r\nHost: localhost\r\n\r\n".encode()
+            )
+            renamed = await connect(f"localhost:{model_port}")
+            model = await connect(f"127.0.0.1:{model_port}")
     assert accepted == [], "nothing reached the wrapper's port"
     assert model == b"HTTP/1.1 200 Connection established\r\n\r\npong" and model_accepted == [b"ping"]
     by_address = set()
@@ -206,7 +184,7 @@ async def test_the_endpoint_the_config_names_by_name_is_reached_at_the_address_r
     async with listener() as (port, accepted):
         policy = EgressPolicy({Destination("localhost", port)}, None)
         async with proxy(tmp_path, policy) as (egress, decisions):
-            answer = await through(egress, f"CONNECT localhost:{port} HTTP/1.1\r\n\r\n")
+            answer = await through(egress.socket_path, f"CONNECT localhost:{port} HTTP/1.1\r\n\r\nping".encode())
     if not accepted:  # localhost resolved to ::1 first and nothing listens there: say so, do not pass
         assert answer.startswith(b"HTTP/1.1 502"), answer
         pytest.skip("localhost resolves to ::1 first here")

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from a2a_wrapper.sandbox.egress import MAX_CONNECTIONS, EgressDecision, EgressPolicy, EgressProxy
-from tests.test_egress_addresses import listener
+from tests.helpers.listener import listener, through
 
 REPO = Path(__file__).resolve().parent.parent
 FLOOD = 3000
@@ -49,15 +49,6 @@ async def egress_process(socket_path: Path, port: int) -> AsyncIterator[asyncio.
         await process.wait()
 
 
-async def connect(socket_path: Path, request: bytes) -> bytes:
-    reader, writer = await asyncio.open_unix_connection(socket_path)
-    writer.write(request)
-    try:
-        return await asyncio.wait_for(reader.read(), 15)
-    finally:
-        writer.close()
-
-
 async def hold(socket_path: Path) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """A connection that sends nothing; when the proxy's listen queue is full, tried again as an attacker would."""
     while True:
@@ -75,7 +66,7 @@ async def test_a_flood_of_idle_connections_leaves_the_wrapper_its_descriptors(tm
         baseline = descriptors(pid)
         held = [await hold(socket_path) for _ in range(MAX_CONNECTIONS)]
         try:
-            while_held = await connect(socket_path, request % port)  # served after the idle ones: FIFO
+            while_held = await through(socket_path, request % port)  # served after the idle ones: FIFO
             peak = descriptors(pid)
             started = time.monotonic()
             for count in range(FLOOD - MAX_CONNECTIONS):
@@ -87,7 +78,7 @@ async def test_a_flood_of_idle_connections_leaves_the_wrapper_its_descriptors(tm
             async with asyncio.timeout(HEAD_TIMEOUT * 4):  # every one is answered: refused at once or timed out
                 answers = await asyncio.gather(*(reader.read() for reader, _ in held), return_exceptions=True)
             settled = descriptors(pid)
-            after = await connect(socket_path, request % port)
+            after = await through(socket_path, request % port)
         finally:
             for _, writer in held:
                 writer.close()
@@ -134,7 +125,7 @@ async def test_a_head_sent_a_byte_at_a_time_is_cut_off_at_the_deadline(tmp_path:
 async def test_a_head_past_the_limit_is_refused(tmp_path: Path) -> None:
     proxy = await _proxy(tmp_path, head_timeout=5.0)
     try:
-        answer = await connect(proxy.socket_path, b"CONNECT example.com:443 HTTP/1.1\r\nX: " + b"a" * 70_000)
+        answer = await through(proxy.socket_path, b"CONNECT example.com:443 HTTP/1.1\r\nX: " + b"a" * 70_000)
     finally:
         await proxy.stop()
     assert answer.startswith(b"HTTP/1.1 431")

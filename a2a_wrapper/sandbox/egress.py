@@ -76,10 +76,9 @@ class EgressDecision:
     @property
     def target(self) -> str:
         """What the audit names: the destination, and the address refused when it is not the host itself."""
-        shown = str(self.destination)
-        return (
-            shown if self.address is None or str(self.address) == self.destination.host else f"{shown} ({self.address})"
-        )
+        if self.address is None or str(self.address) == self.destination.host:
+            return str(self.destination)
+        return f"{self.destination} ({self.address})"
 
 
 Recorder = Callable[[EgressDecision, float], Awaitable[None]]
@@ -112,7 +111,7 @@ class EgressPolicy:
     def judge(self, decision: EgressDecision, addresses: Sequence[Address]) -> EgressDecision:
         """`decision` (an allow by name) kept when every address the host resolved to may be reached, else a
         deny naming the first address that may not and why."""
-        if decision.rule == ENDPOINT_RULE:
+        if decision.destination in self._endpoints:
             return decision  # exactly as the config names it: the model on 127.0.0.1:PORT, a loopback MCP server
         host = decision.destination.host
         for address in addresses:
