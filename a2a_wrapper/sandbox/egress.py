@@ -234,17 +234,8 @@ class EgressProxy:
         writer.close()
 
     async def _one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            async with asyncio.timeout(self._head_timeout):
-                head = await reader.readuntil(b"\r\n\r\n")
-        except TimeoutError:
-            log.debug("egress: no complete request head within %g s; closed", self._head_timeout)
-            await _answer(writer, 408, f"Request Timeout: no complete request head within {self._head_timeout:g} s")
-            return
-        except asyncio.LimitOverrunError:
-            head = b"\0" * (_HEAD_LIMIT + 1)
-        if len(head) > _HEAD_LIMIT:
-            await _answer(writer, 431, "Request Header Fields Too Large")
+        head = await self._head(reader, writer)
+        if head is None:
             return
         try:
             method, destination, forwarded = parse_head(head)
@@ -276,6 +267,22 @@ class EgressProxy:
         else:
             upstream[1].write(forwarded)
         await splice((reader, writer), upstream)
+
+    async def _head(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bytes | None:
+        """The request head, whole, within the deadline and the size limit; else None, the client answered why."""
+        try:
+            async with asyncio.timeout(self._head_timeout):
+                head = await reader.readuntil(b"\r\n\r\n")
+        except TimeoutError:
+            log.debug("egress: no complete request head within %g s; closed", self._head_timeout)
+            await _answer(writer, 408, f"Request Timeout: no complete request head within {self._head_timeout:g} s")
+            return None
+        except asyncio.LimitOverrunError:  # past the reader's own limit, which is larger
+            head = b""
+        if not head or len(head) > _HEAD_LIMIT:
+            await _answer(writer, 431, "Request Header Fields Too Large")
+            return None
+        return head
 
     async def _decide(self, destination: Destination) -> tuple[EgressDecision, list[Address], str]:
         """The decision by name, then (only for a name allowed: a refused one is not even looked up) by every
