@@ -4,7 +4,8 @@ into the agent's own network unless private, loopback and link-local addresses a
 
 Checked twice: when a caller registers the URL (a refusal is the protocol's invalid-params error, with the
 reason), and before each delivery, whose connection then goes to the address just checked: a name that has
-come to resolve somewhere else since (DNS rebinding) reaches nothing that was not allowed.
+come to resolve somewhere else since (DNS rebinding) reaches nothing that was not allowed. Resolving and judging
+an address is addresses.py's, shared with the sandbox's egress proxy.
 """
 
 from collections.abc import Sequence
