@@ -89,7 +89,7 @@ class Sandbox:
         for folder in (self._sockets / "wrapper", self._sockets / "backend"):
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             folder.chmod(0o700)  # no other user of this machine may use them
-        self._proxy = EgressProxy(self.wrapper_socket(EGRESS_SOCKET), self._egress, self._record)
+        self._proxy = EgressProxy(self.wrapper_socket(EGRESS_SOCKET), self._egress, self._record, busy=self._busy)
         await self._proxy.start()
         log.info(
             "[%s] sandbox: %s writable; endpoints %s; every other host through the egress proxy",
@@ -211,6 +211,12 @@ class Sandbox:
                     "point backend.workdir, backend.env folders and runtime.read/write at folders of their own"
                 )
 
+    def _busy(self) -> None:
+        """A connection refused because the egress proxy had its cap open: counted, never audited (a flood
+        would flood the audit)."""
+        if self._counter is not None:
+            self._counter("busy")
+
     async def _record(self, decision: EgressDecision, wait_ms: float) -> None:
         if self._counter is not None:
             self._counter(decision.outcome)
@@ -224,7 +230,7 @@ class Sandbox:
             caller="",
             tool="egress",
             cls="network",
-            target=str(decision.destination),
+            target=decision.target,
             decision="allow" if decision.allowed else "deny",
             rule=decision.rule,
             decided_by="sandbox",
