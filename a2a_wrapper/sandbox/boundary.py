@@ -180,6 +180,10 @@ class Sandbox:
                 *map(str, plan.readable),
             ],
             "hidden": ["your home folder", "the wrapper's state", *map(str, masked)],
+            "read_only": [
+                "the backend's config folder and files, made anew by the wrapper at each start",
+                f"the sockets the wrapper serves ({SOCKETS_INSIDE})",
+            ],
             "read_only_in_workspace": [str(p) for p in read_only],
             "network": {
                 "direct": "none (own network namespace)",
