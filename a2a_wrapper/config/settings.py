@@ -4,7 +4,6 @@ Precedence, low to high: defaults, the config file, `A2A_WRAP_*` environment var
 (nested with `__`, e.g. `A2A_WRAP_SERVER__PORT`), then CLI flags.
 """
 
-import ipaddress
 import os
 import re
 from collections.abc import Sequence
@@ -16,6 +15,7 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from a2a_wrapper.addresses import parse_network
 from a2a_wrapper.config.backends import Backend, OpenCodeSettings
 from a2a_wrapper.config.runtimes import Runtime, SandboxRuntime
 from a2a_wrapper.errors import SENTENCE
@@ -126,9 +126,8 @@ class PushSettings(Section):
 def allowed_webhook_host(entry: str) -> str:
     """One push.allow_hosts entry, normalised: a network in CIDR form, or a host as the shield spells hosts."""
     try:
-        if re.fullmatch(r"[0-9a-fA-F:.]+/[0-9]+", entry):
-            return str(ipaddress.ip_network(entry, strict=False))
-        return check_host_pattern(entry)
+        network = parse_network(entry)
+        return check_host_pattern(entry) if network is None else str(network)
     except (ValueError, BadUrl) as exc:
         raise ValueError(f"{entry!r} is neither a host nor a network in CIDR form (such as 10.0.0.0/8): {exc}") from exc
 

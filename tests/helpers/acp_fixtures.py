@@ -14,11 +14,9 @@ from tests.helpers.copilot_fixtures import COPILOT_CACHE
 
 
 def acp_opencode_backend(offline_model: OfflineModel, workdir: Path, state_dir: Path) -> dict[str, Any]:
-    """`opencode acp` with the provider config of `opencode serve`, offline, every tool call asked (its plugin
-    folder seeded where the anonymous caller's backend keeps it: the only caller without auth)."""
+    """`opencode acp` with the provider config of `opencode serve`, offline, every tool call asked."""
     provider = ModelProvider(id="offline", base_url=offline_model.base_url, models=[MODEL_ID, SMALL_MODEL_ID])
     config = launch.opencode_config(OpenCodeSettings(model=f"offline/{MODEL_ID}", provider=provider))
-    launch._seed_plugin_dir(agent_home(anonymous(state_dir)) / "config" / "opencode")  # no background npm install
     return {
         "kind": "acp",
         "command": [str(find_binary("opencode")), "acp"],
