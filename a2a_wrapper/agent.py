@@ -241,13 +241,6 @@ async def agent_backend(
 ) -> AsyncIterator[tuple[Backend, TenantPool | None]]:
     """The agent's backend and, but for an attached one, the pool behind it: one backend per caller
     (backends/tenants/), the anonymous caller's started now when auth is off (it is the only caller then)."""
-    if isinstance(settings.runtime, ProcessRuntime):
-        log.warning(
-            "[%s] runtime.kind is process: the backend runs unsandboxed, with the user's rights on this machine; "
-            "only the shield's rules stand between it and your files and network, and one caller's tools can read "
-            "another's backend folder",
-            settings.card.name,
-        )
     if getattr(settings.backend, "base_url", None):
         if settings.auth.callers:
             log.warning(
@@ -286,6 +279,13 @@ async def agent_sandbox(
 ) -> AsyncIterator[Sandbox | None]:
     """The sandbox the backend runs in (its egress proxy up until the backend has stopped), or None without one."""
     if not isinstance(settings.runtime, SandboxRuntime) or getattr(settings.backend, "base_url", None):
+        if isinstance(settings.runtime, ProcessRuntime):
+            log.warning(
+                "[%s] runtime.kind is process: the backend runs unsandboxed, with the user's rights on this machine; "
+                "only the shield's rules stand between it and your files and network, and one caller's tools can "
+                "read another caller's backend folder",
+                settings.card.name,
+            )
         yield None
         return
     sandbox = Sandbox(settings, host_rules, audit, metrics.egress)
