@@ -7,10 +7,10 @@ from typing import Any
 from a2a_wrapper.backends.acp.launch import agent_home
 from a2a_wrapper.backends.install import find_binary
 from a2a_wrapper.backends.opencode import launch
-from a2a_wrapper.backends.tenants.folders import TENANTS, tenant_id
 from a2a_wrapper.config.backends import ModelProvider, OpenCodeSettings
 from a2a_wrapper.offline_model import MODEL_ID, SMALL_MODEL_ID, OfflineModel
 from tests.helpers.copilot_fixtures import COPILOT_CACHE
+from tests.helpers.tenants import anonymous_state
 
 
 def acp_opencode_backend(offline_model: OfflineModel, workdir: Path, state_dir: Path) -> dict[str, Any]:
@@ -40,15 +40,10 @@ def acp_copilot_backend(offline_model: OfflineModel, workdir: Path, state_dir: P
             "COPILOT_PROVIDER_BASE_URL": offline_model.base_url,
             "COPILOT_MODEL": MODEL_ID,
             "COPILOT_PROVIDER_API_KEY": "x",
-            "COPILOT_HOME": str(agent_home(anonymous(state_dir)) / "copilot"),
+            "COPILOT_HOME": str(agent_home(anonymous_state(state_dir)) / "copilot"),
             "XDG_CACHE_HOME": str(COPILOT_CACHE),
         },
     }
-
-
-def anonymous(state_dir: Path) -> Path:
-    """The state folder of the anonymous caller's backend (backends/tenants/)."""
-    return state_dir / TENANTS / tenant_id("")
 
 
 ACP_BACKENDS = {"opencode": acp_opencode_backend, "copilot": acp_copilot_backend}
