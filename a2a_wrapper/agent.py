@@ -117,7 +117,7 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         await context_rules.initialize()
         gate = PermissionGate(policy, context_rules, audit, metrics.decided, settings.card.name)
         turns = Turns(backend, sessions, gate, locks, settings.timeouts.turn, settings.approvers, tenants)
-        metrics.watch(backend, sessions, turns.waiting)
+        metrics.watch(backend, sessions, turns.waiting, tenants.count if tenants is not None else None)
         card = build_card(with_grpc_port(settings, grpc_server))  # gRPC port 0: the free one bound
         # Stops after the handler; pushes at once the ends the last run owed (recovery has failed its lost turns).
         push = await stack.enter_async_context(push_service(settings.push, engine, tasks.readable))

@@ -223,6 +223,14 @@ def wait_gone(pids: list[int]) -> None:
         time.sleep(0.2)
 
 
+async def running_gauge(client: httpx.AsyncClient, served: ServedAgent) -> float:
+    """What /metrics says of the callers' backends running."""
+    scraped = (await client.get(served.url + "/metrics")).text
+    found = re.search(r"^a2a_wrapper_backends_running (\S+)$", scraped, re.MULTILINE)
+    assert found, scraped
+    return float(found.group(1))
+
+
 async def turns(client: httpx.AsyncClient, url: str, context_id: str | None = None) -> tuple[int, str]:
     """How many user messages the model saw in this turn's conversation, and its context."""
     events = await stream(client, url, {"message": user_message("[[turns]]", context_id)})
@@ -244,10 +252,12 @@ async def test_an_idle_backend_stops_and_its_caller_resumes_where_she_was(
         assert count == 1
         first_pid = (await backends(served))[tenant_id("alice")]["pid"]
         tree = process_tree(first_pid)
+        assert await running_gauge(alice, served) == 1
 
         async with asyncio.timeout(60):
             await asyncio.to_thread(wait_gone, tree)
         assert (await served.agent.backend.health())["tenants"]["running"] == 0
+        assert await running_gauge(alice, served) == 0
 
         count, again = await turns(alice, served.jsonrpc, context)
         assert (count, again) == (2, context), "the model saw her earlier turn"

@@ -101,6 +101,10 @@ class TenantPool:
         running = (tenant.backend for tenant in self._tenants.values())
         return self._past_restarts + sum(backend.restarts for backend in running if backend is not None)
 
+    def count(self) -> int:
+        """Callers' backends running now."""
+        return sum(tenant.backend is not None for tenant in self._tenants.values())
+
     def running(self, caller: str) -> bool:
         """Whether the caller's backend runs now (a turn of theirs starts without waiting for it)."""
         tenant = self._tenants.get(tenant_id(caller))
