@@ -107,8 +107,7 @@ class TenantPool:
 
     def running(self, caller: str) -> bool:
         """Whether the caller's backend runs now (a turn of theirs starts without waiting for it)."""
-        tenant = self._tenants.get(tenant_id(caller))
-        return tenant is not None and tenant.backend is not None
+        return self.backend_of(caller) is not None
 
     def backend_of(self, caller: str) -> Backend | None:
         """The caller's backend while it runs (for a look behind the contract: diagnostics, tests)."""
