@@ -21,9 +21,9 @@ import yaml
 from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.fleet import load_fleet
 from a2a_wrapper.fleet.console.access import Gate
-from a2a_wrapper.fleet.console.links import SignInLinks
 from a2a_wrapper.fleet.console.headers import SECURITY_HEADERS
 from a2a_wrapper.fleet.console.hub import Hub
+from a2a_wrapper.fleet.console.links import SignInLinks
 from a2a_wrapper.fleet.console.operators import Operators, Sessions
 from a2a_wrapper.fleet.console.routes import FAILED_SIGN_IN_DELAY, ConsoleRoutes
 from a2a_wrapper.fleet.registry import build_registry_app, describe_agent

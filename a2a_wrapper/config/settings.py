@@ -92,7 +92,13 @@ class ServerSettings(Section):
     header_timeout: float = Field(10.0, gt=0, description="Seconds a connection has to send a request's headers.")
     body_timeout: float = Field(60.0, gt=0, description="Seconds a request has to send its whole body.")
     idle_timeout: float = Field(5.0, gt=0, description="Seconds an idle keep-alive connection is kept open.")
-    max_connections: int = Field(512, gt=0, description="Open connections served at once; more get 503.")
+    max_connections: int = Field(512, gt=0, description="Open connections served at once, from all peers together.")
+    max_connections_per_peer: int = Field(
+        64,
+        gt=0,
+        description="Open connections one peer (an IPv4 address, an IPv6 /64) may hold, before it authenticates "
+        "or after; more are refused. Behind a reverse proxy every connection is the proxy's: raise it there.",
+    )
     grpc_port: int | None = Field(
         None, ge=0, le=65535, description="Also serve A2A's gRPC binding on this port (0: a free one); none: off."
     )
@@ -103,6 +109,15 @@ class ServerSettings(Section):
         if value is not None and not re.match(r"^https?://[^/\s]+", value):
             raise ValueError("must be an http(s) URL")
         return value.rstrip("/") if value else value
+
+    @model_validator(mode="after")
+    def _a_peers_share_within_the_whole(self) -> "ServerSettings":
+        if self.max_connections_per_peer > self.max_connections:
+            raise ValueError(
+                f"max_connections_per_peer ({self.max_connections_per_peer}) is more than max_connections "
+                f"({self.max_connections}): one peer's share cannot be larger than the whole"
+            )
+        return self
 
 
 class PushSettings(Section):
