@@ -358,6 +358,7 @@ def test_admission_serves_each_peer_its_share_then_holds_a_few_refusals_and_drop
     ],
 )
 def test_a_peers_share_larger_than_the_whole_is_refused_naming_both(limits: dict[str, int], message: str) -> None:
+    assert (ServerSettings().peer_share, ServerSettings(max_connections=2).peer_share) == (64, 1)  # an eighth
     with pytest.raises(ValidationError) as caught:
         ServerSettings(**limits)
     assert message in str(caught.value)
@@ -417,7 +418,7 @@ async def test_idle_unauthenticated_connections_from_one_peer_never_lock_out_an_
     config = tmp_path / "capped.yaml"
     config.write_text(yaml.safe_dump(serve_config(settings, "capped", tmp_path / "state", auth=AUTH)))
     base = f"http://127.0.0.1:{settings.server.port}"
-    per_peer = settings.server.max_connections_per_peer
+    per_peer = settings.server.peer_share
     agent = await start_serve(config)
     flood: list[Connection] = []
     try:

@@ -13,9 +13,7 @@ from a2a_wrapper.frontend.edge.connection_limits import ConnectionLimits, limite
 def uvicorn_config(app: ASGIApp, server: ServerSettings, **options: Any) -> uvicorn.Config:
     """`app` on `server`'s host and port within its connection limits; `options` are further uvicorn settings
     (the graceful-shutdown grace)."""
-    limits = ConnectionLimits(
-        server.header_timeout, server.body_timeout, server.max_connections, server.max_connections_per_peer
-    )
+    limits = ConnectionLimits(server.header_timeout, server.body_timeout, server.max_connections, server.peer_share)
     return uvicorn.Config(
         app,
         host=server.host,
