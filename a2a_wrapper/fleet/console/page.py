@@ -14,6 +14,7 @@ LINK_BANNER = (
     "No operators are configured (registry.operators in the fleet file): you signed in with the fleet's one-time "
     "link, and your decisions are recorded as operator “owner”."
 )
+SIGN_IN_SLOT = "<!-- how to sign in -->"  # in signin.html, where one way to sign in goes
 _SLOT = re.compile(r"\{\{(\w+)\}\}")
 
 
@@ -32,12 +33,18 @@ def console_page(operator: str, csrf: str, signed_in_by_link: bool) -> HTMLRespo
 
 
 def sign_in_form(message: str = "", status_code: int = 200) -> HTMLResponse:
-    return HTMLResponse(_render("signin.html", message=message), status_code=status_code)
+    """An operator's name and key, posted to /console/login."""
+    return _sign_in_page("signin-key.html", message, status_code)
 
 
 def link_sign_in(message: str = "", status_code: int = 200) -> HTMLResponse:
     """How to sign in to a console without operators: with the link the fleet printed (and how to get another)."""
-    return HTMLResponse(_render("signin-link.html", message=message), status_code=status_code)
+    return _sign_in_page("signin-link.html", message, status_code)
+
+
+def _sign_in_page(way: str, message: str, status_code: int) -> HTMLResponse:
+    page = _text("signin.html").replace(SIGN_IN_SLOT, _render(way, message=message))
+    return HTMLResponse(page, status_code=status_code)
 
 
 def static_file(name: str) -> Response:
