@@ -426,6 +426,8 @@ async def test_idle_unauthenticated_connections_from_one_peer_never_lock_out_an_
             await wait_healthy(anonymous, base)
             refused = await anonymous.post(base + "/a2a/jsonrpc", json={"jsonrpc": "2.0", "id": 1, "method": "GetTask"})
             assert refused.status_code == 401, "the agent asks for a key"
+            async with httpx.AsyncClient(timeout=30, headers=bearer(ORCHESTRATOR_KEY)) as caller:
+                await send(caller, base + "/a2a/jsonrpc", "warm up")  # the backend's first turn: seconds
             before = open_descriptors(agent.pid)
             for _ in range(600):
                 flood.append(
@@ -446,7 +448,7 @@ async def test_idle_unauthenticated_connections_from_one_peer_never_lock_out_an_
         agent.terminate()
         await agent.wait()
     assert task_answer(task) == "Offline model reply: hello through the flood"
-    assert seconds < 15, f"the authenticated call took {seconds:.1f} s"
+    assert seconds < 5, f"the authenticated call took {seconds:.1f} s (about 0.3 s on an idle machine)"
     assert len(still_open) <= per_peer + REFUSALS_PER_PEER, "127.0.0.2 holds no more than its share"
     assert len(flood) - len(still_open) >= 600 - per_peer - REFUSALS_PER_PEER, "the excess was closed at once"
     assert held - before <= per_peer + REFUSALS_PER_PEER + 8, (before, held)  # the agent's descriptors: bounded
