@@ -9,6 +9,8 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -35,10 +37,20 @@ def _owned_by_nobody(path: Path) -> Path:
     return path
 
 
-def test_the_boundary_tests_pass_as_an_unprivileged_user(tmp_path: Path) -> None:
-    tmp_path.chmod(0o755)
-    home = _owned_by_nobody(tmp_path / "home")
-    backends = tmp_path / "backends"
+@pytest.fixture
+def shared_folder() -> Iterator[Path]:
+    """A folder the unprivileged user can reach (pytest's own are root's alone), removed afterwards."""
+    folder = Path(tempfile.mkdtemp(prefix="a2a-wrap-unprivileged-"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_the_boundary_tests_pass_as_an_unprivileged_user(shared_folder: Path) -> None:
+    home = _owned_by_nobody(shared_folder / "home")
+    backends = shared_folder / "backends"
     shutil.copytree(backends_dir(), backends, symlinks=True)
     env = {
         "PATH": os.environ["PATH"],
