@@ -202,9 +202,20 @@ def test_files_that_run_code_outside_tool_calls_are_read_only_without_any_rule(t
         (tmp_path / path).write_text("x")
     masked, read_only = denied_paths(None, tmp_path)
     assert masked == []
-    assert sorted(p.relative_to(tmp_path).as_posix() for p in read_only) == [
-        ".git/config",
-        ".git/hooks",
-        "opencode.json",
-        "src/.git/config",
-    ]
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in read_only) == [".git", "opencode.json", "src/.git"]
+
+
+def test_a_git_file_binds_the_folders_it_names_read_only(tmp_path: Path) -> None:
+    """A worktree's `.git` is a `gitdir:` file; that git dir's `commondir` names the repository's own `.git`."""
+    common = tmp_path / "repo" / ".git"
+    gitdir = common / "worktrees" / "wt"
+    gitdir.mkdir(parents=True)
+    (gitdir / "commondir").write_text("../..\n")
+    workdir = tmp_path / "wt"
+    workdir.mkdir()
+    (workdir / ".git").write_text(f"gitdir: {gitdir}\n")
+    masked, read_only = denied_paths(None, workdir)
+    assert (masked, read_only) == ([], [workdir / ".git", gitdir, common])
+    (workdir / ".git").unlink()
+    (workdir / ".git").symlink_to(tmp_path / "repo" / ".git")  # a link is never bound: that would show its target
+    assert denied_paths(None, workdir) == ([], [])
