@@ -59,6 +59,7 @@ class Found:
 class Snapshot:
     found: dict[str, Found]  # path relative to the workspace -> what stood there
     complete: bool  # False: the walk stopped at WALK_LIMIT entries
+    folders: dict[int, str] = field(default_factory=dict)  # every folder's inode -> its path: where one went
 
 
 @dataclass
@@ -94,25 +95,31 @@ class Repair:
 
 def snapshot(root: Path) -> Snapshot:
     """Every control path under `root` and what stands there, breadth first (shallow ones before the limit)."""
-    found: dict[str, Found] = {}
+    taken = Snapshot({}, complete=True)
     root_fd = os.open(root, _DIRECTORY)
     try:
-        complete = True
-        for seen, (relative, entry_found) in enumerate(_control_entries(root_fd)):
+        for seen, (relative, entry, found) in enumerate(_control_entries(root_fd)):
             if seen >= WALK_LIMIT:
-                complete = False
+                taken.complete = False
                 break
-            if entry_found is not None:
-                found[relative] = entry_found
-        return Snapshot(found, complete)
+            if found is not None:
+                taken.found[relative] = found
+            if entry.is_dir(follow_symlinks=False):
+                taken.folders[entry.inode()] = relative
+        return taken
     finally:
         os.close(root_fd)
 
 
 def repair(root: Path, before: Snapshot, after: Snapshot) -> Repair:
     """Puts `root`'s control paths back as `before` found them: what is new is removed (the topmost new path of
-    each), what changed or went missing is written back from the copy, folders first."""
+    each), what changed or went missing is written back from the copy, folders first. A control folder moved
+    elsewhere in the tree (a renamed `.git`, or the folder above it renamed) is moved back, with all it holds."""
     done = Repair(complete=before.complete and after.complete)
+    moves = _moves_back(before, after)
+    if moves:
+        _move_back(root, moves, done)
+        after = snapshot(root)
     created = {path for path in after.found if path not in before.found}
     topmost = sorted(path for path in created if not any(folder in created for folder in _folders(path)))
     changed = [path for path, was in before.found.items() if path in after.found and not was.same(after.found[path])]
@@ -132,6 +139,56 @@ def repair(root: Path, before: Snapshot, after: Snapshot) -> Repair:
     return done
 
 
+def _moves_back(before: Snapshot, after: Snapshot) -> dict[str, str]:
+    """Control folders gone from their place (or replaced by another folder) -> where the same folder is now."""
+    moves: dict[str, str] = {}
+    for path, was in sorted(before.found.items()):
+        if was.kind != "folder" or any(folder in moves for folder in _folders(path)):
+            continue
+        now = after.found.get(path)
+        went = after.folders.get(was.identity[3])
+        if (now is None or now.identity[3] != was.identity[3]) and went is not None and went != path:
+            moves[path] = went
+    return moves
+
+
+def _move_back(root: Path, moves: dict[str, str], done: Repair) -> None:
+    root_fd = os.open(root, _DIRECTORY)
+    try:
+        for path, went in moves.items():
+            if _exists(root_fd, path):  # what the turn put in its place
+                _attempt(done, path, functools.partial(_remove, root_fd, path), done.removed)
+            _attempt(done, path, functools.partial(_rename_back, root_fd, went, path), done.restored)
+    finally:
+        os.close(root_fd)
+
+
+def _rename_back(root_fd: int, went: str, path: str) -> None:
+    source_fd, source = _parent(root_fd, went, create=False)
+    try:
+        target_fd, target = _parent(root_fd, path, create=True)
+        try:
+            os.rename(source, target, src_dir_fd=source_fd, dst_dir_fd=target_fd)
+        finally:
+            os.close(target_fd)
+    finally:
+        os.close(source_fd)
+
+
+def _exists(root_fd: int, path: str) -> bool:
+    try:
+        fd, name = _parent(root_fd, path, create=False)
+    except OSError:
+        return False
+    try:
+        os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
 def _attempt(done: Repair, path: str, action: Callable[[], None], into: list[str]) -> None:
     try:
         action()
@@ -148,8 +205,8 @@ def _folders(path: str) -> Iterator[str]:
         yield path
 
 
-def _control_entries(root_fd: int) -> Iterator[tuple[str, Found | None]]:
-    """Each entry of the tree (relative path, and what stands there when it is a control path), breadth first.
+def _control_entries(root_fd: int) -> Iterator[tuple[str, os.DirEntry[str], Found | None]]:
+    """Each entry of the tree (relative path, entry, and what stands there when it is a control path), breadth first.
     Each folder is opened from the root one name at a time, never through a link (one swapped in since it was
     listed is not followed), and closed before the next: a wide tree holds no pile of descriptors."""
     queue: deque[tuple[str, bool]] = deque([("", False)])  # a folder to list, and whether it is a control path
@@ -167,7 +224,7 @@ def _control_entries(root_fd: int) -> Iterator[tuple[str, Found | None]]:
                         continue  # objects, refs, logs: data, not code
                     path = f"{folder}/{entry.name}" if folder else entry.name
                     is_control = control or _is_control(path, entry.name)
-                    yield path, _read(fd, entry) if is_control else None
+                    yield path, entry, _read(fd, entry) if is_control else None
                     if entry.is_dir(follow_symlinks=False):
                         queue.append((path, is_control))
         finally:
