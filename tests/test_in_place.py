@@ -74,6 +74,7 @@ async def test_what_a_turn_plants_for_the_owner_is_gone_after_it(harness: Harnes
         await backend.start()
         again = await stream(http, served.jsonrpc, bash_params("echo again", description="run a command"))
         assert final_state(again) == "TASK_STATE_COMPLETED" and "again" in answer_text(again)
+        assert "controlFiles" not in again[-1]["statusUpdate"]["metadata"]["a2a-wrapper"], "the backend's own writes"
         database = served.agent.settings.state_dir / "state.db"  # type: ignore[operator]
 
     for planted in ("sub/.git", ".gitmodules", ".opencode", "opencode.json", ".github/hooks/x.json", ".vscode"):

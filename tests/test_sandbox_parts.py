@@ -219,3 +219,13 @@ def test_a_git_file_binds_the_folders_it_names_read_only(tmp_path: Path) -> None
     (workdir / ".git").unlink()
     (workdir / ".git").symlink_to(tmp_path / "repo" / ".git")  # a link is never bound: that would show its target
     assert denied_paths(None, workdir) == ([], [])
+
+
+def test_a_read_only_path_gone_since_the_search_is_skipped_not_fatal(tmp_path: Path) -> None:
+    """A folder renamed from inside takes its read-only binds' sources with it: bubblewrap would refuse to start."""
+    (tmp_path / "sub" / ".git").mkdir(parents=True)
+    read_only = [tmp_path / "sub" / ".git", tmp_path / "gone" / ".git"]
+    options = SandboxPlan(workdir=tmp_path, writable=[], read_only=read_only, sockets=tmp_path).command(
+        Path("bwrap"), ["true"]
+    )
+    assert str(tmp_path / "sub" / ".git") in options and str(tmp_path / "gone" / ".git") not in options

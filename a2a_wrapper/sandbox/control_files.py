@@ -223,15 +223,16 @@ def _control_entries(root_fd: int) -> Iterator[tuple[str, os.DirEntry[str], Foun
                     if in_git and entry.name not in _GIT_CODE:
                         continue  # objects, refs, logs: data, not code
                     path = f"{folder}/{entry.name}" if folder else entry.name
-                    is_control = control or _is_control(path, entry.name)
-                    yield path, entry, _read(fd, entry) if is_control else None
+                    controls = control or is_control(path, entry.name)
+                    yield path, entry, _read(fd, entry) if controls else None
                     if entry.is_dir(follow_symlinks=False):
-                        queue.append((path, is_control))
+                        queue.append((path, controls))
         finally:
             os.close(fd)
 
 
-def _is_control(path: str, name: str) -> bool:
+def is_control(path: str, name: str) -> bool:
+    """Whether `path` (relative to the workspace; `name` its last part) is a control file or folder."""
     if loose(name) not in _SEGMENTS:
         return False  # most entries: one set lookup
     absolute = "/" + path

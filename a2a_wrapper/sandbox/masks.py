@@ -14,9 +14,8 @@ import logging
 import os
 from pathlib import Path
 
-from a2a_wrapper.sandbox.control_files import WALK_LIMIT, read_regular
+from a2a_wrapper.sandbox.control_files import WALK_LIMIT, is_control, read_regular
 from a2a_wrapper.shield.globs import path_matches
-from a2a_wrapper.shield.protected import PROTECTED
 from a2a_wrapper.shield.rules import Rule, ShieldConfig
 
 log = logging.getLogger(__name__)
@@ -28,7 +27,7 @@ _WRITES = frozenset({"write", "delete"})
 def denied_paths(shield: ShieldConfig | None, workdir: Path) -> tuple[list[Path], list[Path]]:
     """(masked, read-only): paths under `workdir` that path-only deny rules cover, the built-in protection of
     files that run code outside tool calls included (with a shield or without)."""
-    rules = (PROTECTED, *(shield.rules if shield else ()))
+    rules = shield.rules if shield else ()  # the built-in rule's paths, by a set lookup first: is_control
     hide = [rule for rule in rules if _path_deny(rule) and _covers(rule, {"read"})]
     freeze = [rule for rule in rules if _path_deny(rule) and _covers(rule, _WRITES)]
     masked: list[Path] = []
@@ -40,7 +39,7 @@ def denied_paths(shield: ShieldConfig | None, workdir: Path) -> tuple[list[Path]
             path = os.path.join(folder, name)
             if _matches(hide, path, root):
                 masked.append(Path(path))
-            elif _matches(freeze, path, root):
+            elif is_control(path[len(root) + 1 :], name) or _matches(freeze, path, root):
                 if not os.path.islink(path):
                     read_only.append(Path(path))
             else:
