@@ -149,6 +149,7 @@ class Turns:
         self.approvers = approvers  # who may answer an approval (a question: anyone)
         self.feed = Feed()
         self._claims = Claims()
+        self._checks: set[asyncio.Task[Repair]] = set()  # workspace checks after turns, running
 
     def live(self, task_id: str) -> LiveTurn | None:
         return self._live.get(task_id)
@@ -267,7 +268,7 @@ class Turns:
             return
         live.stopping = True
         await asyncio.shield(_abort(live.turn))  # runs on if this request is cancelled: no other abort follows
-        await asyncio.shield(self._checked(live))
+        await self._checked(live)
 
     async def shutdown(self, grace: float = 10.0) -> None:
         """Abort live turns; running ones end `failed` with a sentence. Waits for them at most `grace` s."""
@@ -285,6 +286,8 @@ class Turns:
                 await self._drained.wait()
         except TimeoutError:
             log.warning("%d turn(s) still running after %.0f s of shutdown", len(self._live), grace)
+        if self._checks:
+            await asyncio.wait(self._checks, timeout=grace)
         self.feed.close()  # the console's streams end: they must not hold up the server's shutdown
 
     async def _start(self, scope: TurnScope, prompt: Prompt, reporter: TaskReporter) -> LiveTurn | None:
@@ -365,7 +368,7 @@ class Turns:
         except asyncio.CancelledError:
             if not live.stopping:
                 await asyncio.shield(_abort(live.turn))
-                await asyncio.shield(self._checked(live))
+                await self._checked(live)
             raise
         finally:
             live.budget -= loop.time() - started
@@ -412,7 +415,10 @@ class Turns:
             return None
         live.watched = False
         scope = live.scope
-        return await self._watch.end(scope.context_id, scope.task_id, scope.caller)
+        check = asyncio.create_task(self._watch.end(scope.context_id, scope.task_id, scope.caller))
+        self._checks.add(check)  # shutdown waits for it
+        check.add_done_callback(self._checks.discard)
+        return await asyncio.shield(check)  # runs to its end when the request ending the turn is cancelled
 
     def _note(self, live: LiveTurn, activity: str) -> None:
         """What the turn is doing now, for the console."""
