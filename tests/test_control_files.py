@@ -181,3 +181,14 @@ async def test_turns_at_once_share_the_first_snapshot(tmp_path: Path) -> None:
         await watch.begin()
         assert not await watch.end("c", "c", "")
     assert (root / ".envrc").read_text() == "use nix\n"
+
+
+async def test_a_workspace_gone_during_a_turn_is_said_not_raised(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    write(root, ".envrc")
+    watch = ControlWatch(root, "agent", None)
+    async with asyncio.timeout(30):
+        await watch.begin()
+        os.rename(root, tmp_path / "elsewhere")
+        done = await watch.end("c", "t", "")
+    assert done.failed and "could not be read" in done.failed[0] and "could not repair" in done.sentence()

@@ -51,7 +51,10 @@ class ControlWatch:
         return done
 
     def _repair(self, start: Snapshot) -> Repair:
-        return repair(self._root, start, snapshot(self._root))
+        try:
+            return repair(self._root, start, snapshot(self._root))
+        except OSError as exc:  # the workspace itself gone or unreadable: said, never a turn without its end
+            return Repair(failed=[f"the workspace {self._root} could not be read: {exc.strerror or exc}"])
 
     async def _record(self, done: Repair, context_id: str, task_id: str, caller: str) -> None:
         if self._audit is None:
