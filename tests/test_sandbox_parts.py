@@ -211,6 +211,8 @@ def test_a_git_file_binds_the_folders_it_names_read_only(tmp_path: Path) -> None
     gitdir = common / "worktrees" / "wt"
     gitdir.mkdir(parents=True)
     (gitdir / "commondir").write_text("../..\n")
+    for folder in (gitdir, common):
+        (folder / "HEAD").write_text("ref: refs/heads/main\n")
     workdir = tmp_path / "wt"
     workdir.mkdir()
     (workdir / ".git").write_text(f"gitdir: {gitdir}\n")
@@ -219,6 +221,9 @@ def test_a_git_file_binds_the_folders_it_names_read_only(tmp_path: Path) -> None
     (workdir / ".git").unlink()
     (workdir / ".git").symlink_to(tmp_path / "repo" / ".git")  # a link is never bound: that would show its target
     assert denied_paths(None, workdir) == ([], [])
+    (workdir / ".git").unlink()
+    (workdir / ".git").write_text(f"gitdir: {tmp_path}\n")  # no git dir: another folder is not shown inside
+    assert denied_paths(None, workdir) == ([], [workdir / ".git"])
 
 
 def test_a_read_only_path_gone_since_the_search_is_skipped_not_fatal(tmp_path: Path) -> None:

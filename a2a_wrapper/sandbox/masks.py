@@ -55,7 +55,7 @@ def denied_paths(shield: ShieldConfig | None, workdir: Path) -> tuple[list[Path]
 
 def linked_git_dirs(workdir: Path) -> list[Path]:
     """Where the workspace's `.git` file (`gitdir: PATH`) sends git, and that folder's `commondir`: read, never
-    followed as a link, and only when each is a folder."""
+    followed as a link, and only when each is a git dir (a folder with a HEAD file)."""
     found: list[Path] = []
     pointer, folder = workdir / ".git", workdir
     for prefix in ("gitdir:", ""):  # `.git` says `gitdir: PATH`; the git dir's `commondir` says PATH alone
@@ -64,8 +64,8 @@ def linked_git_dirs(workdir: Path) -> list[Path]:
         if not text or not text.startswith(prefix):
             break
         target = Path(os.path.realpath(folder / text.removeprefix(prefix).strip()))
-        if not target.is_dir():
-            break
+        if not target.is_dir() or read_regular(target / "HEAD", 4096) is None:
+            break  # not a git dir: a `.git` file planted to show some other folder inside is not followed
         found.append(target)
         pointer, folder = target / "commondir", target
     return found
