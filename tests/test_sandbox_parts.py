@@ -202,9 +202,35 @@ def test_files_that_run_code_outside_tool_calls_are_read_only_without_any_rule(t
         (tmp_path / path).write_text("x")
     masked, read_only = denied_paths(None, tmp_path)
     assert masked == []
-    assert sorted(p.relative_to(tmp_path).as_posix() for p in read_only) == [
-        ".git/config",
-        ".git/hooks",
-        "opencode.json",
-        "src/.git/config",
-    ]
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in read_only) == [".git", "opencode.json", "src/.git"]
+
+
+def test_a_git_file_binds_the_folders_it_names_read_only(tmp_path: Path) -> None:
+    """A worktree's `.git` is a `gitdir:` file; that git dir's `commondir` names the repository's own `.git`."""
+    common = tmp_path / "repo" / ".git"
+    gitdir = common / "worktrees" / "wt"
+    gitdir.mkdir(parents=True)
+    (gitdir / "commondir").write_text("../..\n")
+    for folder in (gitdir, common):
+        (folder / "HEAD").write_text("ref: refs/heads/main\n")
+    workdir = tmp_path / "wt"
+    workdir.mkdir()
+    (workdir / ".git").write_text(f"gitdir: {gitdir}\n")
+    masked, read_only = denied_paths(None, workdir)
+    assert (masked, read_only) == ([], [workdir / ".git", gitdir, common])
+    (workdir / ".git").unlink()
+    (workdir / ".git").symlink_to(tmp_path / "repo" / ".git")  # a link is never bound: that would show its target
+    assert denied_paths(None, workdir) == ([], [])
+    (workdir / ".git").unlink()
+    (workdir / ".git").write_text(f"gitdir: {tmp_path}\n")  # no git dir: another folder is not shown inside
+    assert denied_paths(None, workdir) == ([], [workdir / ".git"])
+
+
+def test_a_read_only_path_gone_since_the_search_is_skipped_not_fatal(tmp_path: Path) -> None:
+    """A folder renamed from inside takes its read-only binds' sources with it: bubblewrap would refuse to start."""
+    (tmp_path / "sub" / ".git").mkdir(parents=True)
+    read_only = [tmp_path / "sub" / ".git", tmp_path / "gone" / ".git"]
+    options = SandboxPlan(workdir=tmp_path, writable=[], read_only=read_only, sockets=tmp_path).command(
+        Path("bwrap"), ["true"]
+    )
+    assert str(tmp_path / "sub" / ".git") in options and str(tmp_path / "gone" / ".git") not in options

@@ -2,22 +2,27 @@
 
 CI runs as root; people do not. Run as root, this test starts pytest on those two files as an unprivileged
 user (setpriv), with a HOME of its own and a copy of the managed backends it can read (root's data folder is
-not readable to others), and passes only if every one of them passes there.
+not readable to others), and passes only if every one of them passes there. The interpreter is the system's
+(a root-installed Python, a pyenv's under /root, is not the user's to run), with this environment's packages.
 """
 
 import os
 import shutil
 import subprocess
-import sys
+import sysconfig
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from a2a_wrapper.backends.install import backends_dir
 
+SYSTEM_PYTHON = Path("/usr/bin/python3")
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(os.geteuid() != 0, reason="run as root, it reruns the boundary tests as an unprivileged user"),
+    pytest.mark.skipif(not SYSTEM_PYTHON.exists(), reason="no system Python for the unprivileged user"),
     pytest.mark.timeout(1800),
 ]
 
@@ -35,10 +40,20 @@ def _owned_by_nobody(path: Path) -> Path:
     return path
 
 
-def test_the_boundary_tests_pass_as_an_unprivileged_user(tmp_path: Path) -> None:
-    tmp_path.chmod(0o755)
-    home = _owned_by_nobody(tmp_path / "home")
-    backends = tmp_path / "backends"
+@pytest.fixture
+def shared_folder() -> Iterator[Path]:
+    """A folder the unprivileged user can reach (pytest's own are root's alone), removed afterwards."""
+    folder = Path(tempfile.mkdtemp(prefix="a2a-wrap-unprivileged-"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_the_boundary_tests_pass_as_an_unprivileged_user(shared_folder: Path) -> None:
+    home = _owned_by_nobody(shared_folder / "home")
+    backends = shared_folder / "backends"
     shutil.copytree(backends_dir(), backends, symlinks=True)
     env = {
         "PATH": os.environ["PATH"],
@@ -46,8 +61,9 @@ def test_the_boundary_tests_pass_as_an_unprivileged_user(tmp_path: Path) -> None
         "TMPDIR": str(home),
         "A2A_WRAP_BACKENDS_DIR": str(backends),
         "LANG": "C.UTF-8",
+        "PYTHONPATH": os.pathsep.join([str(REPO), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]),
     }
-    command = [sys.executable, "-m", "pytest", "-q", "-x", f"--basetemp={home / 'pytest'}", *SUITES]
+    command = [str(SYSTEM_PYTHON), "-m", "pytest", "-q", "-x", f"--basetemp={home / 'pytest'}", *SUITES]
     setpriv = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
     ran = subprocess.run([*setpriv, *command], cwd=REPO, env=env, capture_output=True, text=True, timeout=1700)
     summary = ran.stdout.strip().rpartition("\n")[2]

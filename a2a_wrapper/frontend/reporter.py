@@ -3,6 +3,7 @@
 import dataclasses
 import hashlib
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from a2a.helpers import new_data_part, new_text_part
@@ -14,6 +15,7 @@ from a2a_wrapper.frontend.metrics import TurnClock
 from a2a_wrapper.guard import GuardVerdict
 from a2a_wrapper.guard.turn import TurnGuard
 from a2a_wrapper.permissions.approvals import Pending
+from a2a_wrapper.sandbox.control_files import Repair
 from a2a_wrapper.shield.decision import Decision
 
 META = "a2a-wrapper"  # namespace of this project's metadata keys
@@ -43,6 +45,7 @@ class TaskReporter:
         self._thought: list[str] = []
         self._usage = Usage()
         self.metadata: dict[str, Any] = {}
+        self.after_turn: Callable[[], Awaitable[Repair | None]] | None = None  # the workspace checked at the end
 
     async def accept(self) -> None:
         """The turn waits (for the context's running turn, or for its session): the caller has the task now."""
@@ -182,7 +185,12 @@ class TaskReporter:
         metadata = {META: {**self.metadata, "usage": _usage(self._usage)}}
         if verdict.findings:
             metadata[META]["guard"] = verdict.metadata()
-        sentence = self._guard.sentence(done.sentence)
+        said = [done.sentence]
+        repaired = await self.after_turn() if self.after_turn is not None else None
+        if repaired:
+            metadata[META]["controlFiles"] = repaired.data()
+            said.append(repaired.sentence())
+        sentence = self._guard.sentence(" ".join(part for part in said if part))
         message = self._updater.new_agent_message([new_text_part(sentence)]) if sentence else None
         await self._updater.update_status(_STATES[done.outcome], message=message, metadata=metadata)
         self.clock.end(done.outcome)

@@ -133,6 +133,8 @@ class Sandbox:
         `(source, path)` of `given` (config the wrapper made for it) read-only at `path`, over its own folders,
         and each `(name, port)` of `serve` a port inside reached at `served_socket(name)`."""
         assert self._bwrap is not None and self._proxy is not None, "start() first"
+        # What exists now, not at the agent's start: a renamed folder must not leave a bind with no source.
+        self._masked, self._read_only = denied_paths(self._settings.shield, self._settings.backend.workdir)
         plan = self.plan(own, programs)
         for path in plan.writable:
             path.mkdir(parents=True, exist_ok=True)  # a bind needs its source
