@@ -30,7 +30,8 @@ class Launch:
 
 def prepare(binary: Path, backend: CopilotSettings, state_dir: Path, base_env: dict[str, str]) -> Launch:
     """Folders created; the environment and credentials for one `copilot --headless --stdio`."""
-    token = github_token(backend, base_env)
+    # With a provider of the user's own the CLI needs no GitHub token: none is given, so none reaches a tool.
+    token = github_token(backend, base_env) if backend.provider is None else None
     check_credentials(backend, token)
     home = state_dir / "copilot"
     (home / "copilot-home").mkdir(parents=True, exist_ok=True)
