@@ -13,11 +13,11 @@ from typing import Any
 import httpx
 import pytest
 
+from a2a_wrapper.backends.opencode.launch import free_port
 from a2a_wrapper.config.backends import ModelProvider
 from a2a_wrapper.config.runtimes import ProcessRuntime, Runtime, SandboxRuntime
 from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSettings
 from a2a_wrapper.offline_model import OfflineModel
-from a2a_wrapper.backends.opencode.launch import free_port
 from tests.conftest import serving
 from tests.helpers.a2a_wire import data_parts, final_state, stream
 from tests.helpers.behaviour import copilot_section, opencode_section
@@ -41,9 +41,7 @@ def secret(kind: str) -> tuple[str, str]:
     return f"{head}-{tail}", f'"$(printf %s-%s {head} {tail})"'
 
 
-def settings_for(
-    backend: str, runtime: Runtime, model: OfflineModel, tmp_path: Path, key: str
-) -> AgentSettings:
+def settings_for(backend: str, runtime: Runtime, model: OfflineModel, tmp_path: Path, key: str) -> AgentSettings:
     state = tmp_path / "state"
     section: dict[str, Any] = SECTIONS[backend](model, state / "workspace", state)
     provider = section["provider"]
