@@ -20,15 +20,28 @@ from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSetti
 from a2a_wrapper.offline_model import OfflineModel
 from tests.conftest import serving
 from tests.helpers.a2a_wire import data_parts, final_state, stream
+from tests.helpers.acp_fixtures import acp_copilot_backend
 from tests.helpers.behaviour import copilot_section, opencode_section
 from tests.helpers.tool_messages import bash_params
 
 pytestmark = pytest.mark.slow
 
-SECTIONS = {"opencode": opencode_section, "copilot": copilot_section}
+
+def acp_copilot_section(model: OfflineModel, workdir: Path, state_dir: Path) -> dict[str, Any]:
+    """`copilot --acp` given its provider through `provider` (relayed) instead of its own variables."""
+    section = acp_copilot_backend(model, workdir, state_dir)
+    env = section["env"]
+    names = {"url_env": "COPILOT_PROVIDER_BASE_URL", "key_env": "COPILOT_PROVIDER_API_KEY"}
+    section["provider"] = {"type": "openai", "base_url": env.pop(names["url_env"]), **names}
+    del env[names["key_env"]]
+    return section
+
+
+SECTIONS = {"opencode": opencode_section, "copilot": copilot_section, "acp-copilot": acp_copilot_section}
 CASES = [
     pytest.param("opencode", SandboxRuntime(), id="opencode-sandbox"),
     pytest.param("copilot", SandboxRuntime(), id="copilot-sandbox"),
+    pytest.param("acp-copilot", SandboxRuntime(), id="acp-copilot-sandbox"),
     pytest.param("opencode", ProcessRuntime(), id="opencode-process"),
 ]
 

@@ -7,15 +7,18 @@ import secrets
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import aiohttp
 import pytest
 from aiohttp import web
 from pydantic import SecretStr
 
+from a2a_wrapper.config.settings import AgentSettings, CardSettings
 from a2a_wrapper.offline_model import OfflineModel
 from a2a_wrapper.sandbox import model_relay
 from a2a_wrapper.sandbox.model_relay import WIRES, ModelRelay, Upstream
+from a2a_wrapper.sandbox.relayed_provider import backend_settings, upstream_of
 
 pytestmark = pytest.mark.timeout(60)
 CHAT = {"model": "offline-model", "stream": True, "messages": [{"role": "user", "content": "hello"}]}
@@ -173,3 +176,44 @@ async def test_an_unreachable_provider_is_a_502() -> None:
 def test_an_unknown_wire_is_refused_at_once() -> None:
     with pytest.raises(ValueError, match="'gopher' has no relay wire"):
         ModelRelay(Upstream("gopher", "https://example.invalid/v1", SecretStr("k")))
+
+
+def settings_with(backend: dict[str, Any], runtime: dict[str, Any] | None = None) -> AgentSettings:
+    return AgentSettings(card=CardSettings(name="relayed"), backend=backend, runtime=runtime or {"kind": "sandbox"})
+
+
+OPENCODE = {"kind": "opencode", "provider": {"id": "p", "base_url": "https://models.example/v1", "models": ["m"]}}
+COPILOT = {"kind": "copilot", "model": "m", "provider": {"type": "anthropic", "base_url": "https://models.example"}}
+ACP = {"kind": "acp", "command": ["agent"], "provider": {"base_url": "https://models.example/v1", "url_env": "U"}}
+
+
+@pytest.mark.parametrize(
+    ("backend", "runtime", "wire"),
+    [
+        ({**OPENCODE, "provider": {**OPENCODE["provider"], "api_key": "k"}}, None, "openai"),
+        ({**COPILOT, "provider": {**COPILOT["provider"], "bearer_token": "k"}}, None, "anthropic"),
+        ({**ACP, "provider": {**ACP["provider"], "key_env": "K", "api_key": "k"}}, {"kind": "process"}, "openai"),
+        (OPENCODE, None, None),  # no key: nothing to keep out
+        (
+            {**OPENCODE, "provider": {**OPENCODE["provider"], "api_key": "k"}, "base_url": "http://127.0.0.1:1"},
+            None,
+            None,
+        ),
+        ({**OPENCODE, "provider": {**OPENCODE["provider"], "api_key": "k"}}, {"kind": "docker", "image": "i"}, None),
+    ],
+    ids=["opencode", "copilot-bearer", "acp-process", "no-key", "attached", "docker"],
+)
+def test_which_agents_get_a_relay(backend: dict[str, Any], runtime: dict[str, Any] | None, wire: str | None) -> None:
+    settings = settings_with(backend, runtime)
+    upstream = upstream_of(settings)
+    assert (upstream.wire if upstream else None) == wire
+
+
+async def test_the_backend_sees_the_relay_and_its_token_only() -> None:
+    settings = settings_with({**COPILOT, "provider": {**COPILOT["provider"], "api_key": "real", "bearer_token": "b"}})
+    async with backend_settings(settings) as started:
+        provider = started.backend.provider  # type: ignore[union-attr]
+        assert provider.base_url.startswith("http://127.0.0.1:") and provider.bearer_token is None
+        assert provider.api_key.get_secret_value() not in ("real", "b")
+        assert "real" not in started.model_dump_json() and '"b"' not in started.model_dump_json()
+    assert settings.backend.provider.api_key.get_secret_value() == "real", "the operator's settings unchanged"  # type: ignore[union-attr]

@@ -1,6 +1,7 @@
 """Which agents get a model relay, and the settings their backend is started with: the provider is the relay.
 
-An agent whose provider carries a credential (`api_key`, Copilot's `bearer_token`) gets a relay for as long as
+An agent whose provider carries a credential (`api_key`, Copilot's `bearer_token`; an ACP agent's provider is
+handed to it in the environment variables it names) gets a relay for as long as
 it runs; its backend, sandbox included, sees settings in which the provider's URL is the relay's and its key is
 the relay's token. The operator's key stays in the wrapper. The real provider's host is then no endpoint of
 the backend's at all: only the wrapper reaches it.
@@ -14,7 +15,7 @@ from contextlib import asynccontextmanager
 
 from pydantic import SecretStr
 
-from a2a_wrapper.config.backends import CopilotProvider, ModelProvider
+from a2a_wrapper.config.backends import AcpProvider, CopilotProvider, ModelProvider
 from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.sandbox import model_relay
 from a2a_wrapper.sandbox.model_relay import ModelRelay, Upstream
@@ -28,6 +29,8 @@ def upstream_of(settings: AgentSettings) -> Upstream | None:
         return None
     if isinstance(provider, CopilotProvider):
         upstream = Upstream(provider.type, provider.base_url, provider.api_key, provider.bearer_token)
+    elif isinstance(provider, AcpProvider):
+        upstream = Upstream(provider.type, provider.base_url, provider.api_key)
     else:
         assert isinstance(provider, ModelProvider)
         upstream = Upstream("openai", provider.base_url, provider.api_key)  # OpenCode's is OpenAI-compatible

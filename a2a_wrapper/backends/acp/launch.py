@@ -21,7 +21,13 @@ def agent_home(state_dir: Path) -> Path:
 
 
 def agent_env(settings: AcpSettings, state_dir: Path, wrapper_env: dict[str, str]) -> dict[str, str]:
-    return isolated_env(agent_home(state_dir), wrapper_env) | settings.env
+    env = isolated_env(agent_home(state_dir), wrapper_env) | settings.env
+    provider = settings.provider
+    if provider is not None:  # the relay's URL and token when the wrapper relays it (sandbox/relayed_provider.py)
+        env[provider.url_env] = provider.base_url
+        if provider.api_key is not None:
+            env[provider.key_env] = provider.api_key.get_secret_value()
+    return env
 
 
 def agent_command(command: list[str], env: dict[str, str]) -> list[str]:
