@@ -7,6 +7,7 @@ import re
 import secrets
 import subprocess
 from collections.abc import Iterator
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from tests.conftest import serving
 from tests.helpers.a2a_wire import data_parts, final_state, stream
 from tests.helpers.acp_fixtures import acp_copilot_backend
 from tests.helpers.behaviour import copilot_section, opencode_section
+from tests.helpers.copilot_fixtures import fake_github, github_backend
 from tests.helpers.tool_messages import bash_params
 
 pytestmark = pytest.mark.slow
@@ -37,12 +39,19 @@ def acp_copilot_section(model: OfflineModel, workdir: Path, state_dir: Path) -> 
     return section
 
 
-SECTIONS = {"opencode": opencode_section, "copilot": copilot_section, "acp-copilot": acp_copilot_section}
+SECTIONS = {
+    "opencode": opencode_section,
+    "copilot": copilot_section,
+    "acp-copilot": acp_copilot_section,
+    "copilot-github": lambda model, workdir, state_dir: github_backend(model, workdir),
+}
 CASES = [
     pytest.param("opencode", SandboxRuntime(), id="opencode-sandbox"),
     pytest.param("copilot", SandboxRuntime(), id="copilot-sandbox"),
     pytest.param("acp-copilot", SandboxRuntime(), id="acp-copilot-sandbox"),
     pytest.param("opencode", ProcessRuntime(), id="opencode-process"),
+    # No provider: the GitHub token is what the CLI needs (given to each session, never to its environment).
+    pytest.param("copilot-github", SandboxRuntime(), id="copilot-github-sandbox"),
 ]
 
 
@@ -57,10 +66,11 @@ def secret(kind: str) -> tuple[str, str]:
 def settings_for(backend: str, runtime: Runtime, model: OfflineModel, tmp_path: Path, key: str) -> AgentSettings:
     state = tmp_path / "state"
     section: dict[str, Any] = SECTIONS[backend](model, state / "workspace", state)
-    provider = section["provider"]
+    provider = section.get("provider")
     if isinstance(provider, ModelProvider):
         provider = provider.model_dump(exclude={"api_key"})
-    section["provider"] = {**provider, "api_key": key}
+    if provider is not None:
+        section["provider"] = {**provider, "api_key": key}
     return AgentSettings(
         card=CardSettings(name=f"keyless-{backend}"),
         server=ServerSettings(port=free_port()),
@@ -117,6 +127,21 @@ async def test_no_key_or_token_is_inside_the_backend(
     http: httpx.AsyncClient,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    async with AsyncExitStack() as stack:
+        model = offline_model
+        if backend == "copilot-github":
+            model = await stack.enter_async_context(fake_github())
+        await search_from_inside(backend, runtime, model, tmp_path, http, monkeypatch)
+
+
+async def search_from_inside(
+    backend: str,
+    runtime: Runtime,
+    offline_model: OfflineModel,
+    tmp_path: Path,
+    http: httpx.AsyncClient,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     key, key_shell = secret("relaykey")
     token, token_shell = secret("ghtoken")
     monkeypatch.setenv("GH_TOKEN", token)  # the operator's, in the wrapper's environment
@@ -143,8 +168,9 @@ async def test_no_key_or_token_is_inside_the_backend(
     for path in files_under(tmp_path / "state"):
         content = path.read_bytes()
         assert key.encode() not in content and token.encode() not in content, path
+    credential = f"Bearer {token}" if settings.backend.provider is None else f"Bearer {key}"  # type: ignore[union-attr]
     received = offline_model.control.headers()
-    assert received and all(h.get("Authorization") == f"Bearer {key}" for h in received), "the key arrived"
+    assert received and all(h.get("Authorization", "").lower() == credential.lower() for h in received), received
 
 
 def _environ(pid: int) -> bytes:
