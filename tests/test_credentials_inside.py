@@ -6,8 +6,7 @@ disk and the environment of every process of the backend's tree."""
 import re
 import secrets
 import subprocess
-from collections.abc import Iterator
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -118,26 +117,21 @@ def files_under(folder: Path) -> Iterator[Path]:
             yield path
 
 
+@pytest.fixture
+async def model(backend: str, offline_model: OfflineModel) -> AsyncIterator[OfflineModel]:
+    """The offline model; for Copilot on GitHub's models, one that also plays GitHub and the Copilot API."""
+    if backend != "copilot-github":
+        yield offline_model
+        return
+    async with fake_github() as fake:
+        yield fake
+
+
 @pytest.mark.parametrize(("backend", "runtime"), CASES)
 async def test_no_key_or_token_is_inside_the_backend(
     backend: str,
     runtime: Runtime,
-    offline_model: OfflineModel,
-    tmp_path: Path,
-    http: httpx.AsyncClient,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    async with AsyncExitStack() as stack:
-        model = offline_model
-        if backend == "copilot-github":
-            model = await stack.enter_async_context(fake_github())
-        await search_from_inside(backend, runtime, model, tmp_path, http, monkeypatch)
-
-
-async def search_from_inside(
-    backend: str,
-    runtime: Runtime,
-    offline_model: OfflineModel,
+    model: OfflineModel,
     tmp_path: Path,
     http: httpx.AsyncClient,
     monkeypatch: pytest.MonkeyPatch,
@@ -146,13 +140,13 @@ async def search_from_inside(
     token, token_shell = secret("ghtoken")
     monkeypatch.setenv("GH_TOKEN", token)  # the operator's, in the wrapper's environment
     canary, canary_shell = secret("canary")
-    settings = settings_for(backend, runtime, offline_model, tmp_path, key)
+    settings = settings_for(backend, runtime, model, tmp_path, key)
     settings.backend.workdir.mkdir(parents=True)
     (settings.backend.workdir / "canary.txt").write_text(canary)
-    offline_model.control.clear()
+    model.control.clear()
     tmp = "/tmp" if runtime.kind == "sandbox" else "$TMPDIR"  # under process, /tmp is the host's, shared
     command = search_command([key_shell, token_shell], canary_shell, tmp)
-    async with serving(settings, offline_model) as served:
+    async with serving(settings, model) as served:
         events = await stream(http, served.jsonrpc, bash_params(command, description="look around"))
         assert final_state(events) == "TASK_STATE_COMPLETED"
         backend_pid = served.agent.backend.pid
@@ -169,7 +163,7 @@ async def search_from_inside(
         content = path.read_bytes()
         assert key.encode() not in content and token.encode() not in content, path
     credential = f"Bearer {token}" if settings.backend.provider is None else f"Bearer {key}"  # type: ignore[union-attr]
-    received = offline_model.control.headers()
+    received = model.control.headers()
     assert received and all(h.get("Authorization", "").lower() == credential.lower() for h in received), received
 
 
