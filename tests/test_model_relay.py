@@ -217,3 +217,29 @@ async def test_the_backend_sees_the_relay_and_its_token_only() -> None:
         assert provider.api_key.get_secret_value() not in ("real", "b")
         assert "real" not in started.model_dump_json() and '"b"' not in started.model_dump_json()
     assert settings.backend.provider.api_key.get_secret_value() == "real", "the operator's settings unchanged"  # type: ignore[union-attr]
+
+
+async def test_a_provider_breaking_off_leaves_the_answer_unfinished() -> None:
+    """The first chunk arrives, then the provider's connection drops: the backend sees an unfinished answer (not
+    a complete one), and the relay goes on serving."""
+
+    async def half_answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        head = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+        writer.write(head + b'10\r\ndata: {"a": 1}\n\n\r\n')
+        await writer.drain()
+        writer.close()
+
+    provider = await asyncio.start_server(half_answer, "127.0.0.1", 0)
+    port = provider.sockets[0].getsockname()[1]
+    try:
+        upstream = Upstream("openai", f"http://127.0.0.1:{port}/v1", SecretStr(a_key()))
+        async with model_relay.serving(upstream) as relay, aiohttp.ClientSession() as http:
+            for _ in range(2):
+                async with http.post(f"{relay.url}/chat/completions", json=CHAT, headers=auth(relay)) as answer:
+                    assert await answer.content.readany() == b'data: {"a": 1}\n\n'
+                    with pytest.raises(aiohttp.ClientPayloadError):
+                        await answer.read()
+    finally:
+        provider.close()
+        await provider.wait_closed()

@@ -167,7 +167,7 @@ class ModelRelay:
 
     def _target(self, request: web.Request) -> URL:
         query = [(name, value) for name, value in request.url.query.items() if name.lower() not in CREDENTIAL_QUERY]
-        return self._base.with_path(request.path).with_query(query)
+        return self._base.with_path(request.path).with_query([*self._base.query.items(), *query])
 
     def _headers(self, request: web.Request) -> CIMultiDict[str]:
         headers = CIMultiDict(
@@ -185,12 +185,21 @@ _NO_TOKEN = "the request does not carry the relay's token"
 
 
 async def _pass_through(request: web.Request, answer: aiohttp.ClientResponse) -> web.StreamResponse:
-    """The provider's answer to the backend as it arrives: each chunk written the moment it is read."""
+    """The provider's answer to the backend as it arrives: each chunk written the moment it is read. A provider
+    that breaks off mid-answer leaves the backend's answer unfinished too (no last chunk), as it would directly."""
     headers = CIMultiDict((k, v) for k, v in answer.headers.items() if k.lower() not in _HOP_BY_HOP)
     response = web.StreamResponse(status=answer.status, reason=answer.reason, headers=headers)
     await response.prepare(request)
-    async for chunk in answer.content.iter_any():
-        await response.write(chunk)
+    try:
+        async for chunk in answer.content.iter_any():
+            await response.write(chunk)
+    except aiohttp.ClientError as exc:
+        log.warning("model relay: the provider broke off its answer: %s", exc)
+        if request.transport is not None:
+            request.transport.abort()  # no last chunk: the backend must not take a cut answer for a whole one
+        return response
+    except ConnectionResetError:
+        return response  # the backend hung up: the provider's answer is dropped with the connection
     await response.write_eof()
     return response
 
