@@ -3,6 +3,7 @@
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -16,8 +17,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.types import ASGIApp
 
 from a2a_wrapper.backends import Backend, create_backend
+from a2a_wrapper.backends.copilot.launch import TOKEN_ENV
 from a2a_wrapper.background import cancel_and_wait
 from a2a_wrapper.config.runtimes import ProcessRuntime, SandboxRuntime
+from a2a_wrapper.config.secrets import secret_values
 from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.frontend.app import build_app, request_handler
@@ -30,6 +33,7 @@ from a2a_wrapper.frontend.handler.message_limits import MessageLimits
 from a2a_wrapper.frontend.metrics import AgentMetrics
 from a2a_wrapper.frontend.operator.routes import operator_routes
 from a2a_wrapper.frontend.turns import ContextLocks, Turns
+from a2a_wrapper.guard.known import remember_secrets
 from a2a_wrapper.permissions.gate import PermissionGate
 from a2a_wrapper.permissions.policy import Policy, build_policy
 from a2a_wrapper.ports import bind_port
@@ -77,6 +81,8 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
     if unanswerable is not None:
         raise ConfigError(f"agent {settings.card.name!r}: {unanswerable}")
     settings.state_dir.mkdir(parents=True, exist_ok=True)
+    # the guard catches this agent's own secrets in any common encoding, in answers, logs and the audit
+    remember_secrets([*secret_values(settings), *filter(None, map(os.environ.get, TOKEN_ENV))])
     async with AsyncExitStack() as stack:
         grpc_server = await stack.enter_async_context(grpc_port(settings))  # taken first: a clash stops the start now
         database = state_database(settings)

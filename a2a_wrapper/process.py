@@ -104,6 +104,7 @@ class ChildProcess:
         output_level: int | None = logging.DEBUG,  # None: each line's own level word (an a2a-wrap child)
         stdio: bool = False,
         on_line: Callable[[str], None] | None = None,
+        handed_over: Sequence[int] = (),  # descriptors the child gets: the first start closes the wrapper's copies
     ) -> None:
         self.name = name
         self._stdio = stdio
@@ -112,6 +113,7 @@ class ChildProcess:
         self._argv = list(argv)
         self._env = dict(env)
         self._cwd = cwd
+        self._handed_over = tuple(handed_over)
         self._process: Spawned | None = None
         self._pump: asyncio.Task[None] | None = None
 
@@ -136,15 +138,21 @@ class ChildProcess:
     async def start(self, ready_pattern: str | None = None) -> None:
         if ready_pattern is not None:
             self._output.expect(ready_pattern)
-        self._process = await spawn(
-            dying_with_parent(self._argv),
-            cwd=self._cwd,
-            env=self._env,
-            stdin=PIPE if self._stdio else DEVNULL,
-            stdout=PIPE,
-            stderr=PIPE if self._stdio else STDOUT,
-            limit=_LINE_LIMIT,
-        )
+        try:
+            self._process = await spawn(
+                dying_with_parent(self._argv),
+                cwd=self._cwd,
+                env=self._env,
+                stdin=PIPE if self._stdio else DEVNULL,
+                stdout=PIPE,
+                stderr=PIPE if self._stdio else STDOUT,
+                limit=_LINE_LIMIT,
+                pass_fds=self._handed_over,
+            )
+        finally:
+            for descriptor in self._handed_over:  # the child's alone from now on (or nobody's, if it did not start)
+                os.close(descriptor)
+            self._handed_over = ()
         log.info("[%s] started %s (pid %s)", self.name, Path(self._argv[0]).name, self._process.pid)
         self._pump = asyncio.create_task(self._read_output(), name=f"{self.name}-output")
 

@@ -58,9 +58,10 @@ async def spawn(
     stdout: int,
     stderr: int,
     limit: int,
+    pass_fds: Sequence[int] = (),
 ) -> Spawned:
-    """Starts `argv` in a new session (PIPE, DEVNULL or, for stderr, STDOUT for each stream); `limit` bounds a line
-    read from it."""
+    """Starts `argv` in a new session (PIPE, DEVNULL or, for stderr, STDOUT for each stream), with `pass_fds` open
+    in it at the same numbers; `limit` bounds a line read from it."""
     # vfork and exec: as quick as asyncio's own loop is when it starts a child the same way
     popen = subprocess.Popen(  # noqa: ASYNC220
         list(argv),
@@ -71,6 +72,7 @@ async def spawn(
         stderr=stderr,
         bufsize=0,
         start_new_session=True,
+        pass_fds=tuple(pass_fds),
     )
     loop = asyncio.get_running_loop()
     exited = _exit_of(loop, popen)

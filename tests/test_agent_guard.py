@@ -1,12 +1,14 @@
 """The outbound guard on a real turn: credentials redacted, injection-shaped text flagged or blocked."""
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from a2a_wrapper.guard import RedactingFilter
 from a2a_wrapper.state.audit import recent
 from tests.conftest import ServedAgent, SettingsFactory, serving
 from tests.helpers.a2a_wire import answer_text, data_parts, rpc, stream, user_message
@@ -129,3 +131,44 @@ async def test_injection_shaped_text_in_a_tool_result_is_flagged_on_it(
     assert status["status"]["state"] == "TASK_STATE_COMPLETED"
     flagged = status["metadata"]["a2a-wrapper"]["guard"]
     assert [(f["phrase"], f["toolCall"]) for f in flagged["injection"]] == [("ignore-instructions", result["id"])]
+
+
+COMMAND_LINES = {
+    "mysql -u root -pHunter2db5 shop -e 'select 1'": "Hunter2db5",
+    "curl -s -u deploy:Curl5ecret9 http://127.0.0.1:9/": "Curl5ecret9",
+    "sshpass -p Ssh9pass7 ssh -o BatchMode=yes 127.0.0.1 true": "Ssh9pass7",
+    "docker login -u me -p Dock3rPass8 registry.invalid": "Dock3rPass8",
+}
+
+
+async def test_command_line_credentials_are_redacted_in_the_audit_on_disk(
+    make_settings: SettingsFactory, offline_model: Any, http: httpx.AsyncClient
+) -> None:
+    settings = make_settings(auto_approve=True)
+    async with serving(settings, offline_model) as served:
+        for command in COMMAND_LINES:
+            message = user_message(f"[[tool:bash {json.dumps({'command': command})}]]")
+            await stream(http, served.jsonrpc, {"message": message})
+    audited = [entry.target for entry in recent(settings.state_dir / "state.db", 20) if entry.tool == "bash"]
+    for command, password in COMMAND_LINES.items():
+        assert command.replace(password, "[REDACTED:credential]") in audited
+        assert password.encode() not in stored(settings.state_dir)
+
+
+def test_command_line_credentials_are_redacted_in_a_log_file(tmp_path: Path) -> None:
+    """The log line the gate writes per decision, through the filter the CLI puts on its handler, read back."""
+    log_file = tmp_path / "agent.log"
+    handler = logging.FileHandler(log_file)
+    handler.addFilter(RedactingFilter())
+    logger = logging.getLogger("test.guard.decisions")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        for command in COMMAND_LINES:
+            logger.info("[%s] %s %s (%s) %s: rule %s", "agent", "allow", "bash", "execute", command, "auto")
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+    logged = log_file.read_text().splitlines()
+    for line, (command, password) in zip(logged, COMMAND_LINES.items(), strict=True):
+        assert line == f"[agent] allow bash (execute) {command.replace(password, '[REDACTED:credential]')}: rule auto"

@@ -77,7 +77,7 @@ def test_prose_flows_without_delay() -> None:
     redactor = StreamRedactor()
     for word in "The quick brown fox jumps over the lazy dog. Ready? Yes: it works, now & then! ".split(" "):
         assert redactor.feed(word + " ") == word + " "
-    assert redactor.feed("the lazy do") == "the lazy do"
+    assert redactor.feed("the lazy fo") == "the lazy fo"  # no credential starts with `fo`
 
 
 def test_only_the_text_that_may_start_a_secret_is_held_back() -> None:

@@ -8,7 +8,8 @@ import pytest
 from a2a.compat.v0_3.jsonrpc_adapter import JSONRPC03Adapter
 from starlette.types import Receive, Scope, Send
 
-from a2a_wrapper.frontend.edge.jsonrpc_edge import MAX_DEPTH, METHODS_0_3, METHODS_1_0, JsonRpcEdge
+from a2a_wrapper.frontend.edge.json_depth import MAX_DEPTH
+from a2a_wrapper.frontend.edge.jsonrpc_edge import METHODS_0_3, METHODS_1_0, JsonRpcEdge
 from tests.conftest import ServedAgent
 from tests.helpers.a2a_wire import V1
 

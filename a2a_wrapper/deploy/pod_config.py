@@ -7,11 +7,11 @@ variables had here, and those may be keys. In the pod, each variable is read fro
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, SecretStr
 from pydantic.alias_generators import to_camel
 
 from a2a_wrapper.config.files import VARIABLE
 from a2a_wrapper.config.node import is_node_config, translate_node_config
+from a2a_wrapper.config.secrets import secret_fields
 from a2a_wrapper.config.source import read_config_file
 from a2a_wrapper.deploy.objects import dump_yaml
 from a2a_wrapper.errors import ConfigError
@@ -53,7 +53,7 @@ def pod_config(agent: AgentSpec, advertise_url: str, secret: str) -> PodConfig:
 
 def refuse_literal_keys(agent: AgentSpec, data: dict[str, Any], secret: str) -> None:
     """Every key the config model holds as a secret must be written as `${VAR}`, which the pod reads from `secret`."""
-    for location in secret_fields(agent.settings):
+    for location, _ in secret_fields(agent.settings):
         written = _lookup(data, location)
         if isinstance(written, str) and VARIABLE.search(written):
             continue
@@ -63,18 +63,6 @@ def refuse_literal_keys(agent: AgentSpec, data: dict[str, Any], secret: str) -> 
             f"{agent.config}: {dotted}: {source}, and a key is never written into a manifest; write it as "
             f"${{VAR}} (e.g. {location[-1]}: ${{MY_PROVIDER_KEY}}) and put its value in the Secret {secret}"
         )
-
-
-def secret_fields(model: BaseModel, location: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
-    """Where `model` holds a SecretStr that is set, as key paths (`("backend", "provider", "api_key")`)."""
-    found = []
-    for name in type(model).model_fields:
-        value = getattr(model, name)
-        if isinstance(value, SecretStr):
-            found.append((*location, name))
-        elif isinstance(value, BaseModel):
-            found += secret_fields(value, (*location, name))
-    return found
 
 
 def key_variables(agent: AgentSpec, data: dict[str, Any]) -> dict[str, bool]:

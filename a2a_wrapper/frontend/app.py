@@ -31,6 +31,7 @@ from a2a_wrapper.frontend.edge.http_edge import LastModified, SlashFree
 from a2a_wrapper.frontend.edge.jsonrpc_edge import JsonRpcEdge
 from a2a_wrapper.frontend.edge.message_edge import MessageEdge
 from a2a_wrapper.frontend.edge.method_not_allowed import method_not_allowed
+from a2a_wrapper.frontend.edge.rest_body import RestBodyEdge
 from a2a_wrapper.frontend.edge.rest_edge import eager_v03_streams
 from a2a_wrapper.frontend.edge.rest_version import RestVersionEdge
 from a2a_wrapper.frontend.edge.version_param import VersionParam
@@ -95,6 +96,7 @@ def build_app(
         Middleware(RestVersionEdge, base=REST_PATH, routes=rest_routes),
         Middleware(BodyLimit, limit=max_body_bytes, timeout=body_timeout),
         Middleware(JsonRpcEdge, path=JSONRPC_PATH),
+        Middleware(RestBodyEdge, jsonrpc_path=JSONRPC_PATH),
         Middleware(
             MessageEdge, limits=limits or MessageLimits.from_settings(ServerSettings()), jsonrpc_path=JSONRPC_PATH
         ),

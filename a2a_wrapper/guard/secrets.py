@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .encodings import base64_middles
 from .grammar import (
     EMPTY,
     Node,
@@ -105,8 +106,77 @@ def _token(kind: str, prefixes: tuple[str, ...], chars: str, length: int, *, exa
     return Secret(kind, seq(body, STOP)) if exact else Secret(kind, body, tail=Tail(cls(chars)))
 
 
+B64 = "[A-Za-z0-9+/]"
+B64_RUN = "[A-Za-z0-9+/=]"
+# A private key's DER body, as a PEM body starts without its BEGIN line: a SEQUENCE whose first item is the
+# version INTEGER 0 or 1 (PKCS#1, PKCS#8, SEC1), at each length form; a certificate's or public key's first item
+# is another SEQUENCE. In base64 those bytes pin these characters. And OpenSSH's `openssh-key-v1` magic.
+DER_KEY = alt(
+    seq(lit("MII"), cls(B64), cls(B64), cls("[AQgw]"), lit("IBA")),  # 30 82 xx xx 02 01 0v
+    seq(lit("MIG", "MIH"), cls(B64), lit("AgEA", "AgEB")),  # 30 81 xx 02 01 0v
+    seq(lit("M"), cls("[A-H]"), cls("[AEIMQUYcgkosw048]"), lit("CAQ"), cls("[A-H]")),  # 30 xx 02 01 0v
+    lit("b3BlbnNzaC1rZXktdjE"),
+)
+# A base64 body runs on over line breaks (and a YAML block's indent) while the next line is all base64.
+BASE64_BODY = Tail(alt(cls(B64_RUN), seq(opt(lit("\r")), lit("\n"), run(WS, 0, 8),
+                                         ahead(seq(run(B64, 4, 76), cls("[=\r\n]"))))))  # fmt: skip
+# A PEM file base64-encoded whole (kubeconfig's `client-key-data`, a Kubernetes Secret's data): the BEGIN line
+PEM_IN_BASE64 = sorted(
+    middle
+    for label in ("", "RSA ", "EC ", "DSA ", "OPENSSH ", "ENCRYPTED ")
+    for middle in base64_middles(f"-----BEGIN {label}PRIVATE KEY-----".encode())
+)
+GITLAB_PREFIXES = ("glpat-", "gldt-", "glrt-", "glcbt-", "glptt-", "glft-", "glimt-", "glagent-", "glsoat-",
+                   "glffct-", "gloas-", "GR1348941")  # fmt: skip
+NETRC_SPACE = "[ \t\r\n]"
+NETRC_WORD = "[^ \t\r\n]"
+
+
+def _keyed(kind: str, *keys: str, value: Node, tail: Tail) -> Secret:
+    """A value under one of `keys` (`key: v`, `key=v`, `"key": "v"`), quoted or not."""
+    return Secret(kind, before=seq(not_behind("[A-Za-z0-9_-]"), lit(*keys, ci=True), SEP, opt(cls(QUOTE))),
+                  value=value, tail=tail)  # fmt: skip
+
+
+ARG = "[^\\s'\"`]"  # one character of a command-line argument, as far as the secret goes
+LINE_GAP = run("[^\\n;|&]", 0, 80, backtrack=True)  # the rest of one command: its other arguments
+
+
+def _command_flag(commands: tuple[str, ...], flags: tuple[str, ...], joiner: Node, *, user: bool = False) -> Secret:
+    """The argument of one of `flags` given to one of `commands` on its command line (`mysql -u me -pX`); with
+    `user`, the argument is `user:password` and the user is kept (`curl -u me:X`)."""
+    before = seq(not_behind("[A-Za-z0-9_./-]"), lit(*commands), LINE_GAP, cls(WS), lit(*flags), joiner,
+                 opt(cls(QUOTE)), seq(run("[^\\s:'\"]", 1, 48), lit(":")) if user else EMPTY)  # fmt: skip
+    return Secret("credential", before=before, value=seq(NOT_PLACEHOLDER, cls(ARG)), tail=Tail(cls(ARG)))
+
+
+SPACED, ATTACHED_OR_SPACED = run(WS, 1, 3), run(WS, 0, 3)
+PASSWORD_OPTIONS = ("--password", "--passwd", "--http-password", "--ftp-password", "--proxy-password", "--db-password")
+LONG_FLAG = alt(lit("="), SPACED)  # `--password=X` or `--password X`
+COMMAND_LINE = (
+    # `-pX`, attached (`-p X` asks for the password instead)
+    _command_flag(("mysql", "mysqldump", "mysqladmin", "mysqlimport", "mysqlshow", "mysqlcheck", "mariadb",
+                   "mariadb-dump", "mysqlsh", "mongo", "mongosh", "mongodump", "mongorestore"), ("-p",), EMPTY),
+    _command_flag(("curl",), ("-u", "--user", "-U", "--proxy-user"), alt(lit("="), ATTACHED_OR_SPACED), user=True),
+    _command_flag(("sshpass",), ("-p",), ATTACHED_OR_SPACED),
+    _command_flag(("docker login", "podman login", "buildah login", "skopeo login", "nerdctl login",
+                   "helm registry login", "oras login"), ("-p",), ATTACHED_OR_SPACED),
+    _command_flag(("redis-cli",), ("-a",), SPACED),
+    _command_flag(("ldapsearch", "ldapadd", "ldapmodify", "ldapdelete", "ldapwhoami"), ("-w",), SPACED),
+    _command_flag(("sqlcmd", "bcp"), ("-P",), SPACED),
+    _command_flag(("smbclient",), ("-U", "--user"), alt(lit("="), SPACED)),  # `user%password`: both go
+    # any command's long option (`--password-stdin` and `--password-file` are other options)
+    Secret("credential", before=seq(not_behind("[^ \\t]"), lit(*PASSWORD_OPTIONS), LONG_FLAG, opt(cls(QUOTE))),
+           value=seq(NOT_PLACEHOLDER, not_ahead("-"), cls(ARG)), tail=Tail(cls(ARG))),
+)  # fmt: skip
+
+
 SECRETS: tuple[Secret, ...] = (
     Secret("private-key", seq(lit("-----BEGIN "), PEM_LABEL), tail=Tail(PEM_TEXT, closer=PEM_END)),
+    Secret("private-key", seq(not_behind(B64), DER_KEY, run(B64, 32, 32)), tail=BASE64_BODY),
+    Secret("private-key", lit(*PEM_IN_BASE64), tail=BASE64_BODY),
+    _keyed("kubeconfig-key", "client-key-data", "client-certificate-data", value=run(B64_RUN, 16, 16),
+           tail=BASE64_BODY),
     _token("aws-access-key", ("AKIA", "ASIA"), "[A-Z0-9]", 16, exact=True),
     Secret("aws-secret-key", before=seq(lit("aws_secret_access_key", "aws-secret-access-key", "aws_secret_key",
                                             "secretaccesskey", "secret_access_key", ci=True), SEP, opt(cls(QUOTE))),
@@ -121,6 +191,23 @@ SECRETS: tuple[Secret, ...] = (
     _token("stripe-key", ("sk_live_", "rk_live_"), ALNUM, 16),
     _token("npm-token", ("npm_",), ALNUM, 36, exact=True),
     _token("pypi-token", ("pypi-",), TOKEN, 50),
+    Secret("gitlab-token", seq(START, lit(*GITLAB_PREFIXES), run(TOKEN, 20, 20)),
+           tail=Tail(alt(cls(TOKEN), seq(lit("."), ahead(cls(TOKEN)))))),  # new tokens end in `.01.<hex>`
+    Secret("sendgrid-key", seq(START, lit("SG."), run(TOKEN, 22, 22), lit("."), run(TOKEN, 43, 43), STOP)),
+    # Azure's connection strings: storage `AccountKey=`, Service Bus and Event Hubs `SharedAccessKey=`
+    Secret("azure-key", before=lit("AccountKey=", "SharedAccessKey=", ci=True), value=run(B64_RUN, 16, 16),
+           tail=Tail(cls(B64_RUN))),
+    # a docker (or podman) config.json's registry login: base64 of `user:password`
+    Secret("docker-auth", before=seq(lit('"auth"'), run(WS, 0, 3), lit(":"), run(WS, 0, 3), lit('"')),
+           value=run(B64_RUN, 12, 12), tail=Tail(cls(B64_RUN))),
+    # .netrc (curl, git, ftp): `machine h login u password p`, on one line or several
+    Secret("netrc-password", before=seq(not_behind("[A-Za-z0-9_-]"),
+                                        alt(seq(lit("machine"), run(NETRC_SPACE, 1, 4), run(NETRC_WORD, 1, 60)),
+                                            lit("default")),
+                                        run(NETRC_SPACE, 1, 4), lit("login"), run(NETRC_SPACE, 1, 4),
+                                        run(NETRC_WORD, 1, 48), run(NETRC_SPACE, 1, 4), lit("password"),
+                                        run("[ \t]", 1, 4)),
+           value=cls(NETRC_WORD), tail=Tail(cls(NETRC_WORD))),
     # header.payload of a JWT (both base64 JSON objects); the rest of the payload and the signature are its tail
     Secret("jwt", seq(START, lit("eyJ"), run(TOKEN, 1, 150), lit(".eyJ")),
            tail=Tail(alt(cls(TOKEN), seq(lit("."), ahead(cls(TOKEN)))))),
@@ -133,6 +220,7 @@ SECRETS: tuple[Secret, ...] = (
            value=seq(_digit_within("[A-Za-z._~+/=-]"), run(HEADER_VALUE, 16, 16)), tail=Tail(cls(HEADER_VALUE))),
     Secret("bearer-token", before=seq(not_behind("[A-Za-z]"), lit("bearer", ci=True), run(WS, 1, 3)),
            value=seq(_digit_within("[A-Za-z._~+/=-]"), run(HEADER_VALUE, 16, 16)), tail=Tail(cls(HEADER_VALUE))),
+    *COMMAND_LINE,
     Secret("url-password", before=seq(lit("://"), run("[^\\s:/@]", 0, 64), lit(":")),
            value=run("[^\\s/@]", 1, 100), after=lit("@")),
     # key=value forms: URL query, env file, quoted (JSON, YAML, code), unquoted with a digit (YAML, flags)
@@ -154,43 +242,68 @@ def _entry(index: int, secret: Secret) -> str:
     return f"(?P<s{index}>{secret.before.rx}(?P<v{index}>{secret.value.rx}{tail}){secret.after.rx})"
 
 
-def by_first_char(render: Callable[[int, Secret], str]) -> dict[str, re.Pattern[str]]:
+def _by_first_char(table: tuple[Secret, ...], render: Callable[[int, Secret], str]) -> dict[str, re.Pattern[str]]:
     """One regex per first character: the entries that can start with it, in table order."""
     entries: dict[str, list[str]] = {}
-    for index, secret in enumerate(SECRETS):
+    for index, secret in enumerate(table):
         for char in first_chars(secret.head):
             entries.setdefault(char, []).append(render(index, secret))
     return {char: re.compile("|".join(rxs)) for char, rxs in entries.items()}
 
 
-SCAN = by_first_char(_entry)  # all entries tried at once: the leftmost match wins, then the earlier entry
-CANDIDATE = re.compile(triggers((s.head for s in SECRETS), whole=True))  # where SCAN is worth trying
-MAX_HOLD = max(s.head.reach for s in SECRETS)  # the most text a stream holds back
+class Rules:
+    """A table of credential shapes compiled for search, whole (`find`) and on a stream (`prefix`, `opening`)."""
+
+    def __init__(self, table: tuple[Secret, ...]) -> None:
+        self.table = table
+        self._scan = _by_first_char(table, _entry)  # all entries tried at once: leftmost wins, then the earlier
+        self._candidate = re.compile(triggers((s.head for s in table), whole=True))  # where a scan is worth trying
+        self.max_hold = max(s.head.reach for s in table)  # the most text a stream holds back
+        self.prefix = _by_first_char(table, lambda _, secret: secret.head.prefix)
+        self.opening = re.compile(triggers((s.head for s in table), whole=False))  # where `prefix` is worth trying
+
+    def identify(self, match: re.Match[str]) -> tuple[int, Secret]:
+        """Which table entry a match of `find` is."""
+        index = int((match.lastgroup or "s0")[1:])
+        return index, self.table[index]
+
+    def find(self, text: str, pos: int) -> re.Match[str] | None:
+        """The next credential from `pos`; trying only where a trigger points is 10 to 100 times faster."""
+        while hit := self._candidate.search(text, pos):
+            if match := self._scan[text[hit.start()]].match(text, hit.start()):
+                return match
+            pos = hit.start() + 1
+        return None
+
+
 SECRET_KEY = re.compile(rf"[\w.-]*{KEYWORD.rx}|(?i:authorization|proxy-authorization|cookie|set-cookie)")
+TABLE = Rules(SECRETS)
+# Every later table holds SECRETS and more text per entry than a stream may hold back: no more than this.
+MAX_HOLD = TABLE.max_hold
+_active = TABLE
 
 
-def identify(match: re.Match[str]) -> tuple[int, Secret]:
-    """Which table entry a `SCAN` match is."""
-    index = int((match.lastgroup or "s0")[1:])
-    return index, SECRETS[index]
+def active() -> Rules:
+    """The rules in force: the table, and the process's own secrets once `known.remember_secrets` has run."""
+    return _active
 
 
-def find(text: str, pos: int) -> re.Match[str] | None:
-    """The next `SCAN` match from `pos`; trying only where `CANDIDATE` points is 10 to 100 times faster."""
-    while hit := CANDIDATE.search(text, pos):
-        if match := SCAN[text[hit.start()]].match(text, hit.start()):
-            return match
-        pos = hit.start() + 1
-    return None
+def use(rules: Rules) -> None:
+    """Puts `rules` in force for the whole process (each redaction, stream and log record from now on)."""
+    global _active
+    if rules.max_hold > MAX_HOLD:
+        raise ValueError(f"rules that hold back {rules.max_hold} characters, past the table's {MAX_HOLD}")
+    _active = rules
 
 
 def redact(text: str) -> tuple[str, list[Finding]]:
     """`text` with every credential value replaced by `[REDACTED:<kind>]`, and what was replaced."""
+    rules = _active
     parts: list[str] = []
     findings: list[Finding] = []
     pos = 0
-    while match := find(text, pos):
-        index, secret = identify(match)
+    while match := rules.find(text, pos):
+        index, secret = rules.identify(match)
         start, end = match.span(f"v{index}")
         parts += (text[pos:start], secret.marker, text[end : match.end()])
         findings.append(Finding(secret.kind, start, end))

@@ -7,21 +7,18 @@ characters are dropped as they arrive, so a long key block is never held in memo
 """
 
 import dataclasses
-import re
 
-from .grammar import Tail, triggers
-from .secrets import MAX_HOLD, SECRETS, Finding, by_first_char, find, identify
+from .grammar import Tail
+from .secrets import MAX_HOLD, Finding, Rules, active
 
 __all__ = ["MAX_HOLD", "StreamRedactor"]
-
-PREFIX = by_first_char(lambda _, secret: secret.head.prefix)
-OPENING = re.compile(triggers((s.head for s in SECRETS), whole=False))  # where PREFIX is worth trying
 
 
 class StreamRedactor:
     """Redacts text deltas: `feed()` returns what is safe to emit now, `flush()` the rest at the end."""
 
-    def __init__(self) -> None:
+    def __init__(self, rules: Rules | None = None) -> None:
+        self._rules = rules or active()  # fixed for the stream: its hold-back depends on them
         self._buf = ""  # text not yet settled, after at most one settled character kept for look-behind
         self._pos = 0  # where the unsettled text starts in `_buf`
         self._offset = 0  # position of `_buf[0]` in the whole stream
@@ -46,7 +43,7 @@ class StreamRedactor:
         return text
 
     def _drain(self, final: bool) -> str:
-        buf, pos, out, stop = self._buf, self._pos, [], -1
+        buf, pos, out, stop, rules = self._buf, self._pos, [], -1, self._rules
         while True:
             if self._tail:
                 pos = self._skip_tail(buf, pos, final)
@@ -54,13 +51,13 @@ class StreamRedactor:
                     break
             if stop < pos:  # whether a position is open depends on the text only: look again only past a tail
                 stop = len(buf) if final else self._first_open(buf, pos)
-            match = find(buf, pos)
+            match = rules.find(buf, pos)
             if match is None or match.start() >= stop:
                 out.append(buf[pos:stop])
                 pos = stop
                 break
             # no entry could still change its mind anywhere up to and including this match's start
-            index, secret = identify(match)
+            index, secret = rules.identify(match)
             start, end = match.span(f"v{index}")
             out += (buf[pos:start], secret.marker, buf[end : match.end()])
             self.findings.append(Finding(secret.kind, self._offset + start, self._offset + end))
@@ -71,12 +68,12 @@ class StreamRedactor:
         self._buf, self._pos, self._offset = buf[keep:], pos - keep, self._offset + keep
         return "".join(out)
 
-    @staticmethod
-    def _first_open(buf: str, pos: int) -> int:
+    def _first_open(self, buf: str, pos: int) -> int:
         """The first position from `pos` where a secret may start, given more text."""
-        pos = max(pos, len(buf) - MAX_HOLD)  # a secret that can still grow reaches the end from here
-        while hit := OPENING.search(buf, pos):
-            if PREFIX[buf[hit.start()]].match(buf, hit.start()):
+        rules = self._rules
+        pos = max(pos, len(buf) - rules.max_hold)  # a secret that can still grow reaches the end from here
+        while hit := rules.opening.search(buf, pos):
+            if rules.prefix[buf[hit.start()]].match(buf, hit.start()):
                 return hit.start()
             pos = hit.start() + 1
         return len(buf)

@@ -52,7 +52,7 @@ def make_child(
         own = [mount.path for mount in mounts if not mount.read_only]
         programs = [mount.path for mount in mounts if mount.read_only]
         wrapped = sandbox.wrap(list(argv), dict(env), own=own, programs=programs, serve=serve)
-        return ChildProcess(name, wrapped.argv, wrapped.env, cwd)
+        return ChildProcess(name, wrapped.argv, wrapped.env, cwd, handed_over=wrapped.pass_fds)
     if isinstance(runtime, ProcessRuntime):
         return ChildProcess(name, argv, env, cwd)
     spec = ContainerSpec(

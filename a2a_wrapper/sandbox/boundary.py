@@ -1,8 +1,9 @@
 """One agent's sandbox: the egress proxy it owns, and every backend command wrapped to run inside bubblewrap.
 
 Started before the backend (the proxy must answer its first connection) and stopped after it. A backend asks
-`wrap` for the command line and environment of each process it starts, naming its own folder (writable) and
-the programs it runs (readable); the rest comes from the agent's config: its workspace, the endpoints it names
+`wrap` for the command line and environment of each process it starts, naming its own folders (writable), the
+programs it runs (readable) and the config it was given (read-only, on top); the rest comes from the agent's
+config: its workspace, the endpoints it names
 (model provider, MCP servers: allowed and, on loopback, forwarded to the same port inside), the paths the
 shield denies (masked or read-only) and `runtime.read` / `runtime.write`.
 """
@@ -12,6 +13,7 @@ import logging
 import os
 import re
 import shutil
+import socket
 import tempfile
 import time
 from collections.abc import Callable, Iterable
@@ -25,7 +27,7 @@ from a2a_wrapper.errors import ConfigError, SandboxUnavailable
 from a2a_wrapper.sandbox.bubblewrap import checked_bwrap
 from a2a_wrapper.sandbox.egress import Destination, EgressDecision, EgressPolicy, EgressProxy, endpoint
 from a2a_wrapper.sandbox.masks import denied_paths
-from a2a_wrapper.sandbox.plan import EGRESS_SOCKET, PROXY_PORT, SERVE_INSIDE, Forward, SandboxPlan
+from a2a_wrapper.sandbox.plan import EGRESS_SOCKET, PROXY_PORT, SOCKETS_INSIDE, Forward, SandboxPlan
 from a2a_wrapper.shield.decision import PermissionPolicy
 from a2a_wrapper.shield.hosts import BadUrl
 from a2a_wrapper.state.audit import AuditEntry, AuditLog
@@ -52,6 +54,7 @@ GITHUB_HOSTS = ("api.githubcopilot.com", "api.github.com", "github.com", "copilo
 class Wrapped:
     argv: list[str]
     env: dict[str, str]
+    pass_fds: tuple[int, ...] = ()  # handed over to the child (ChildProcess closes the wrapper's copies)
 
 
 class Sandbox:
@@ -83,8 +86,10 @@ class Sandbox:
         workdir.mkdir(parents=True, exist_ok=True)
         self._masked, self._read_only = denied_paths(self._settings.shield, workdir)
         self._sockets = _sockets_folder(self._sockets)
-        (self._sockets / "serve").mkdir(mode=0o700, parents=True, exist_ok=True)  # the backend may serve here first
-        self._proxy = EgressProxy(self._sockets / "egress" / EGRESS_SOCKET, self._egress, self._record)
+        for folder in (self._sockets / "wrapper", self._sockets / "backend"):
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            folder.chmod(0o700)  # no other user of this machine may use them
+        self._proxy = EgressProxy(self.wrapper_socket(EGRESS_SOCKET), self._egress, self._record, busy=self._busy)
         await self._proxy.start()
         log.info(
             "[%s] sandbox: %s writable; endpoints %s; every other host through the egress proxy",
@@ -99,15 +104,19 @@ class Sandbox:
         if self._sockets.parent == Path(tempfile.gettempdir()):
             shutil.rmtree(self._sockets, ignore_errors=True)
 
-    def socket_path(self, name: str) -> Path:
-        """A socket `name` shared with the backend, as the wrapper sees it: one the bridge serves (see `wrap`'s
-        `serve`), or one the wrapper serves for the backend at `inside(name)`."""
-        return self._sockets / "serve" / name
+    def wrapper_socket(self, name: str) -> Path:
+        """Where the wrapper serves socket `name` for the backend: a folder the sandbox shows read-only at
+        `inside(name)`, so nothing inside can unlink, replace or rename the socket."""
+        return self._sockets / "wrapper" / name
 
     @staticmethod
     def inside(name: str) -> Path:
-        """The same socket as the backend sees it (a short path, whatever the state folder's)."""
-        return SERVE_INSIDE / name
+        """A socket of `wrapper_socket` as the backend sees it (a short path, whatever the state folder's)."""
+        return SOCKETS_INSIDE / name
+
+    def served_socket(self, name: str) -> Path:
+        """Where the wrapper reaches a port inside that `wrap`'s `serve` names: a folder never shown inside."""
+        return self._sockets / "backend" / name
 
     def wrap(
         self,
@@ -116,17 +125,22 @@ class Sandbox:
         *,
         own: Iterable[Path],
         programs: Iterable[Path] = (),
+        given: Iterable[tuple[Path, Path]] = (),
         serve: Iterable[tuple[str, int]] = (),
         new_session: bool = False,
     ) -> Wrapped:
-        """`argv` inside the sandbox: `own` (the backend's folders) writable, `programs` readable, and each
-        `(name, port)` of `serve` a port inside reached at `socket_path(name)`."""
+        """`argv` inside the sandbox: `own` (the backend's folders) writable, `programs` readable, each
+        `(source, path)` of `given` (config the wrapper made for it) read-only at `path`, over its own folders,
+        and each `(name, port)` of `serve` a port inside reached at `served_socket(name)`."""
         assert self._bwrap is not None and self._proxy is not None, "start() first"
         plan = self.plan(own, programs)
-        for path in [*plan.writable, self._sockets / "serve"]:
+        for path in plan.writable:
             path.mkdir(parents=True, exist_ok=True)  # a bind needs its source
-        plan.serve = list(serve)
-        return Wrapped(plan.command(self._bwrap, argv, new_session=new_session), {**env, **plan.environment()})
+        plan.overlays = [(Path(source), Path(path)) for source, path in given]
+        listening = [(_listening(self.served_socket(name)), port) for name, port in serve]
+        plan.serve = [(held.detach(), port) for held, port in listening]
+        argv = plan.command(self._bwrap, argv, new_session=new_session)
+        return Wrapped(argv, {**env, **plan.environment()}, tuple(descriptor for descriptor, _ in plan.serve))
 
     def plan(self, own: Iterable[Path], programs: Iterable[Path] = ()) -> SandboxPlan:
         workdir = self._settings.backend.workdir.resolve()
@@ -140,7 +154,7 @@ class Sandbox:
             readable=[Path(p).resolve() for p in readable if Path(p).exists()],
             masked=self._masked,
             read_only=self._read_only,
-            sockets=self._sockets,
+            sockets=self._sockets / "wrapper",
             forwards=self._forwards,
         )
 
@@ -166,6 +180,10 @@ class Sandbox:
                 *map(str, plan.readable),
             ],
             "hidden": ["your home folder", "the wrapper's state", *map(str, masked)],
+            "read_only": [
+                "the backend's config folder and files, made anew by the wrapper at each start",
+                f"the sockets the wrapper serves ({SOCKETS_INSIDE})",
+            ],
             "read_only_in_workspace": [str(p) for p in read_only],
             "network": {
                 "direct": "none (own network namespace)",
@@ -197,6 +215,12 @@ class Sandbox:
                     "point backend.workdir, backend.env folders and runtime.read/write at folders of their own"
                 )
 
+    def _busy(self) -> None:
+        """A connection refused because the egress proxy had its cap open: counted, never audited (a flood
+        would flood the audit)."""
+        if self._counter is not None:
+            self._counter("busy")
+
     async def _record(self, decision: EgressDecision, wait_ms: float) -> None:
         if self._counter is not None:
             self._counter(decision.outcome)
@@ -210,7 +234,7 @@ class Sandbox:
             caller="",
             tool="egress",
             cls="network",
-            target=str(decision.destination),
+            target=decision.target,
             decision="allow" if decision.allowed else "deny",
             rule=decision.rule,
             decided_by="sandbox",
@@ -265,9 +289,23 @@ def describe_runtime(settings: AgentSettings, sandbox: Sandbox | None) -> dict[s
     return Sandbox(settings, None, None).describe()
 
 
+def _listening(path: Path) -> socket.socket:
+    """A Unix socket listening at `path` (one an earlier start left is replaced), inheritable for the bridge."""
+    path.unlink(missing_ok=True)
+    listening = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        listening.bind(str(path))
+        listening.listen(128)
+        listening.set_inheritable(True)
+    except BaseException:
+        listening.close()
+        raise
+    return listening
+
+
 def _sockets_folder(preferred: Path) -> Path:
     """`preferred`, unless its sockets' paths would pass the 107 bytes a Unix socket path may hold: then a new
     private folder under the temp folder (mode 0700), removed at stop. Called once, at start."""
-    if len(os.fsencode(preferred / "serve" / "opencode.sock")) <= _SOCKET_PATH_ROOM:
+    if len(os.fsencode(preferred / "backend" / "opencode.sock")) <= _SOCKET_PATH_ROOM:
         return preferred
     return Path(tempfile.mkdtemp(prefix="a2a-wrap-"))

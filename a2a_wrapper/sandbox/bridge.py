@@ -5,18 +5,22 @@ there and starts the backend as its child:
 - `proxy`: 127.0.0.1:PORT, the HTTP proxy that HTTP(S)_PROXY names, piped as is to the wrapper's egress socket;
 - `forward`: 127.0.0.1:PORT of a loopback service the config names (the offline model, an MCP server): each
   connection is a CONNECT to that address through the egress socket, so the wrapper decides and audits it too;
-- `serve`: a Unix socket in the backend's own folder piped to a port the backend listens on inside (OpenCode's
-  `serve`), which is how the wrapper reaches a server in a namespace it cannot dial.
+- `serve`: a listening Unix socket the wrapper made outside and handed over as a file descriptor, piped to a port
+  the backend listens on inside (OpenCode's `serve`): how the wrapper reaches a server in a namespace it cannot
+  dial. No path inside names that socket, so nothing inside can replace it or listen in its place; the descriptor
+  is not passed on to the backend, and the bridge makes itself non-dumpable, so no process of the same user
+  inside can take it over (ptrace, pidfd_getfd) or read its memory.
 
 Only the standard library: it runs with `python -I -S`, before and apart from the wrapper's packages. It exits
 with the backend's exit code; SIGTERM and SIGINT are passed on to the backend.
 """
 
 import asyncio
-import contextlib
+import ctypes
 import json
 import os
 import signal
+import socket
 import sys
 
 _CHUNK = 64 * 1024
@@ -86,14 +90,22 @@ async def _listen(spec: dict) -> list[asyncio.Server]:  # type: ignore[type-arg]
     servers = [await asyncio.start_server(_to_egress(egress, None), "127.0.0.1", spec["proxy_port"])]
     for port, target in spec.get("forward", []):
         servers.append(await asyncio.start_server(_to_egress(egress, target), "127.0.0.1", port))
-    for path, port in spec.get("serve", []):
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)  # left by an earlier run
-        servers.append(await asyncio.start_unix_server(_to_port(port), path))
+    for descriptor, port in spec.get("serve", []):
+        os.set_inheritable(descriptor, False)  # the bridge's alone: not the backend's, nor its tools'
+        listening = socket.socket(fileno=descriptor)
+        servers.append(await asyncio.start_unix_server(_to_port(port), sock=listening))
     return servers
 
 
+def _not_dumpable() -> None:
+    """No process inside may attach to the bridge or read its memory and descriptors (prctl PR_SET_DUMPABLE 0)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(4, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
+
+
 async def _run(spec: dict, argv: list[str]) -> int:  # type: ignore[type-arg]
+    _not_dumpable()
     servers = await _listen(spec)
     child = await asyncio.create_subprocess_exec(*argv)
     loop = asyncio.get_running_loop()

@@ -5,11 +5,16 @@ IPC and user namespace; nothing of the host is visible unless bound in. What is 
 - read-only: the system folders (`/usr`, `/etc`, `/lib*`, `/bin`, `/sbin`, `/opt`), with the system's own
   secrets (`/etc/shadow`, SSH host keys, …) masked, and the programs the backend runs (its binary, the
   Python of the bridge, the MCP servers' commands);
-- read-write: the workspace, the backend's own folder under the agent's state folder, a private `/tmp`;
+- read-write: the workspace, the backend's own folders under the agent's state folder, a private `/tmp`;
+- read-only over them: the backend's config folder and files, which the wrapper makes anew at each start
+  (`overlays`), and the folder of the sockets the wrapper serves (the egress proxy, the tool hook): nothing
+  inside can replace, rename or write what the wrapper trusts;
 - masked in the workspace: what the shield denies reading (an empty file or folder on top), read-only in it:
   what the shield denies writing, both expanded when the backend starts;
 - never: the user's home, the wrapper's state (state.db, audit), other agents' folders, `/run`, `/var`.
-The network namespace has only `lo`; the bridge (bridge.py) joins it to the egress proxy's socket. Nested user
+The network namespace has only `lo`; the bridge (bridge.py) joins it to the egress proxy's socket, and serves
+the wrapper a port inside on a listening socket the wrapper made and handed over as a file descriptor (no path
+inside names it). Nested user
 namespaces are disabled, capabilities dropped, no new privileges (bubblewrap always sets it), and the whole
 tree dies with the wrapper (`--die-with-parent`, and the PID namespace ends with its first process).
 """
@@ -37,9 +42,8 @@ SYSTEM_SECRETS = (
     "/etc/kubernetes",
 )
 PROXY_PORT = 3128
-# Where the wrapper's sockets appear inside: short fixed paths (a Unix socket path holds 107 bytes at most).
-EGRESS_INSIDE = Path("/run/a2a-wrapper/egress")  # read-only: the egress proxy's socket
-SERVE_INSIDE = Path("/run/a2a-wrapper/serve")  # writable: sockets the bridge serves for the wrapper
+# Where the sockets the wrapper serves appear inside, read-only: a short fixed path (107 bytes at most).
+SOCKETS_INSIDE = Path("/run/a2a-wrapper")
 EGRESS_SOCKET = "egress.sock"
 
 
@@ -58,9 +62,10 @@ class SandboxPlan:
     readable: list[Path] = field(default_factory=list)  # programs and files the backend runs
     masked: list[Path] = field(default_factory=list)  # hidden: an empty file or folder on top
     read_only: list[Path] = field(default_factory=list)  # inside the writable folders
-    sockets: Path | None = None  # on the host: `egress/` (the proxy's socket) and `serve/` (the bridge's)
+    overlays: list[tuple[Path, Path]] = field(default_factory=list)  # (source, where inside): read-only, on top
+    sockets: Path | None = None  # on the host: the folder of the sockets the wrapper serves, shown read-only
     forwards: list[Forward] = field(default_factory=list)
-    serve: list[tuple[str, int]] = field(default_factory=list)  # a socket's name in `serve/` -> a port inside
+    serve: list[tuple[int, int]] = field(default_factory=list)  # a listening socket's descriptor -> a port inside
 
     def environment(self) -> dict[str, str]:
         """What the backend's environment gains: every HTTP client inside goes through the egress proxy."""
@@ -104,12 +109,13 @@ class SandboxPlan:
         for path in dict.fromkeys([*self.readable, *_python_paths()]):
             options += ["--ro-bind-try", str(path), str(path)]
         if self.sockets is not None:
-            options += ["--ro-bind", str(self.sockets / "egress"), str(EGRESS_INSIDE)]
-            options += ["--bind", str(self.sockets / "serve"), str(SERVE_INSIDE)]
+            options += ["--ro-bind", str(self.sockets), str(SOCKETS_INSIDE)]
         for path in dict.fromkeys([self.workdir, *self.writable]):
             options += ["--bind", str(path), str(path)]
         for path in self.read_only:
             options += ["--ro-bind", str(path), str(path)]
+        for source, target in self.overlays:
+            options += ["--ro-bind", str(source), str(target)]
         for path in self.masked:
             options += _mask(path)
         return options
@@ -117,10 +123,10 @@ class SandboxPlan:
     def _bridge(self, argv: list[str]) -> list[str]:
         assert self.sockets is not None, "a sandbox needs its egress socket"
         spec = {
-            "egress": str(EGRESS_INSIDE / EGRESS_SOCKET),
+            "egress": str(SOCKETS_INSIDE / EGRESS_SOCKET),
             "proxy_port": PROXY_PORT,
             "forward": [[forward.port, forward.target] for forward in self.forwards],
-            "serve": [[str(SERVE_INSIDE / name), port] for name, port in self.serve],
+            "serve": [[descriptor, port] for descriptor, port in self.serve],
         }
         # The real interpreter: a venv's `bin/python` is a link through folders the sandbox may not have.
         return [os.path.realpath(sys.executable), "-I", "-S", bridge.__file__, json.dumps(spec), "--", *argv]

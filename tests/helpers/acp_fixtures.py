@@ -16,7 +16,6 @@ def acp_opencode_backend(offline_model: OfflineModel, workdir: Path, state_dir: 
     """`opencode acp` with the provider config of `opencode serve`, offline, every tool call asked."""
     provider = ModelProvider(id="offline", base_url=offline_model.base_url, models=[MODEL_ID, SMALL_MODEL_ID])
     config = launch.opencode_config(OpenCodeSettings(model=f"offline/{MODEL_ID}", provider=provider))
-    launch._seed_plugin_dir(agent_home(state_dir) / "config" / "opencode")  # no background npm install
     return {
         "kind": "acp",
         "command": [str(find_binary("opencode")), "acp"],

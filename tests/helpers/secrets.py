@@ -28,6 +28,13 @@ OPENSSH = [
     "AAAEAK0p1bGlldDpSb21lbzpKdWxpZXQ6Um9tZW86SnVsaWV0OlJvbWVvOkp1bGlldDpS==",
     "-----END OPENSSH PRIVATE KEY-----",
 ]
+GITLAB = "glpat-" + "xK9vPq2LmN4rTz7WbY1c"
+GITLAB_RUNNER = "glrt-" + "t1_AbCdEfGhIjKlMnOpQrStUv.01.1a2b3c4d5"
+SENDGRID = "SG." + "ngeVfQFYQlKU0ufo8x5d1A" + ".TwL2iGABf9DHoTf-09kqeF8tAmbihYzrnopKc-1s5cr"
+AZURE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+DOCKER_AUTH = "b2N0b2NhdDpnaHBfc2VjcmV0MTIz"  # base64 of octocat:ghp_secret123
+KUBE_KEY_DATA = "LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFcEFJQkFBS0NBUUVBMFozVlM1SkpjZHMzeGZuL3lnV3lGOFBi"
+ED25519_DER = "MC4CAQAwBQYDK2VwBCIEIDeadBeefDeadBeefDeadBeefDeadBeefDeadBeefDea"
 
 
 def marker(kind: str) -> str:
@@ -81,6 +88,62 @@ REDACTED = [
     ),
 ]
 
+# Formats each a table entry of its own: a real shape each, in the context it is found in.
+REDACTED += [
+    (f"GITLAB_TOKEN {GITLAB} set", f"GITLAB_TOKEN {marker('gitlab-token')} set"),
+    (f"runner {GITLAB_RUNNER}.", f"runner {marker('gitlab-token')}."),
+    (f"SENDGRID {SENDGRID}\n", f"SENDGRID {marker('sendgrid-key')}\n"),
+    (
+        f"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={AZURE_KEY};EndpointSuffix=core.windows.net",
+        f"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={marker('azure-key')};"
+        "EndpointSuffix=core.windows.net",
+    ),
+    (
+        f"Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=root;SharedAccessKey={AZURE_KEY[:44]}",
+        f"Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=root;SharedAccessKey={marker('azure-key')}",
+    ),
+    (
+        f'{{"auths": {{"ghcr.io": {{"auth": "{DOCKER_AUTH}"}}}}}}',
+        f'{{"auths": {{"ghcr.io": {{"auth": "{marker("docker-auth")}"}}}}}}',
+    ),
+    (
+        "machine github.com login octocat password hunter2x9\n",
+        f"machine github.com login octocat password {marker('netrc-password')}\n",
+    ),
+    (
+        "machine api.example.com\n  login me\n  password s3cr3t!\ndefault login anonymous password me@x\n",
+        f"machine api.example.com\n  login me\n  password {marker('netrc-password')}\n"
+        f"default login anonymous password {marker('netrc-password')}\n",
+    ),
+    (
+        f"users:\n- name: admin\n  user:\n    client-key-data: {KUBE_KEY_DATA}\n    token: abcdef.0123456789abcdef\n",
+        f"users:\n- name: admin\n  user:\n    client-key-data: {marker('kubeconfig-key')}\n"
+        f"    token: {marker('credential')}\n",
+    ),
+    (
+        f'{{"client-certificate-data": "{KUBE_KEY_DATA[:60]}"}}',
+        f'{{"client-certificate-data": "{marker("kubeconfig-key")}"}}',
+    ),
+    # a key base64-encoded whole (a Kubernetes Secret's data), and PEM bodies without their BEGIN line
+    (f"tls.key: {KUBE_KEY_DATA}", f"tls.key: {marker('private-key')}"),
+    (PEM_BODY + "-----END RSA PRIVATE KEY-----", f"{marker('private-key')}\n-----END RSA PRIVATE KEY-----"),
+    ("\n".join(OPENSSH[1:]), f"{marker('private-key')}\n{OPENSSH[-1]}"),
+    (f"key: |\n  {ED25519_DER}\n  QUJD\nnext: 1", f"key: |\n  {marker('private-key')}\nnext: 1"),
+    ("MHcCAQEEIBkg4LVWM9nuwNSk3yByxZpYRTBnVJk5dSLXGfaZ3xCVoAoGCCqGSM49AwEHoUQDQgAE", marker("private-key")),
+    # credentials on command lines (shell tool calls, as the audit and the log record them)
+    ("mysql -u root -phunter2 db", f"mysql -u root -p{marker('credential')} db"),
+    ("mysqldump --password hunter42 db", f"mysqldump --password {marker('credential')} db"),
+    ("curl -u admin:s3cret https://x", f"curl -u admin:{marker('credential')} https://x"),
+    ("curl -s --user=admin:s3cret https://x", f"curl -s --user=admin:{marker('credential')} https://x"),
+    ("sshpass -p s3cret ssh host", f"sshpass -p {marker('credential')} ssh host"),
+    ("docker login -u me -p s3cret ghcr.io", f"docker login -u me -p {marker('credential')} ghcr.io"),
+    ("docker login --password=s3cret ghcr.io", f"docker login --password={marker('credential')} ghcr.io"),
+    ("wget --http-password s3cret https://x", f"wget --http-password {marker('credential')} https://x"),
+    ("redis-cli -h db -a s3cret ping", f"redis-cli -h db -a {marker('credential')} ping"),
+    ("ldapsearch -x -D cn=admin -w s3cret", f"ldapsearch -x -D cn=admin -w {marker('credential')}"),
+    ("psql postgres://app:s3cret@db:5432/app", f"psql postgres://app:{marker('url-password')}@db:5432/app"),
+]
+
 # The line prefixes of numbered listings: a key read through any of them is still one key.
 GUTTERS = {
     "opencode read": lambda n: f"{n}: ",
@@ -124,6 +187,26 @@ KEPT = [
     "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----",
     "AKIA is the prefix of an access key id",
     "--- a/file.py\n+++ b/file.py\n@@ -1 +1 @@",
+    # near misses of the formats above: a prefix without its token, a placeholder, a public key or certificate
+    "glpat-short and gldt- are GitLab's prefixes",
+    "SG.abc.def is too short for a SendGrid key",
+    "AccountKey=<your key>;AccountName=x",
+    '{"auth": "oauth", "authType": "basic"}',
+    "the machine learning model's default password policy",
+    "client-key-data: ${KUBE_CLIENT_KEY}",
+    "-----BEGIN CERTIFICATE-----\nMIIDdzCCAl+gAwIBAgIJAKxyz0123456789abcdefghijklmnopqrstuvwxyzABCDEFG\n"
+    "-----END CERTIFICATE-----",
+    "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gunVTLw7onLRnrq0",
+    "MCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=",
+    "mysql -u root -p db",
+    "mkdir -p build && ssh -p 2222 host",
+    "curl -u admin https://x",
+    "docker run -u 1000:1000 img",
+    "git push -u origin main",
+    "sshpass -f ~/.pw ssh host",
+    "docker login --password-stdin ghcr.io",
+    'docker login -u me -p "$REGISTRY_PASSWORD" ghcr.io',
+    "mysql --password-file=/run/secrets/db",
 ]
 
 

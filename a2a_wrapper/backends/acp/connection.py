@@ -23,6 +23,7 @@ from a2a_wrapper import __version__
 from a2a_wrapper.backends.acp.client import WrapperClient
 from a2a_wrapper.backends.acp.launch import agent_command, mcp_servers
 from a2a_wrapper.backends.acp.reader import YieldingReader
+from a2a_wrapper.backends.kit.isolation import config_folder, writable_folders
 from a2a_wrapper.config.backends import AcpSettings
 from a2a_wrapper.errors import BackendUnavailable, Unauthorized
 from a2a_wrapper.process import ChildProcess
@@ -42,7 +43,8 @@ class AgentConnection:
         self.client = WrapperClient(name, tuple(settings.enabled_mcp_servers))
         command = agent_command(settings.command, env)
         if sandbox is not None:  # the agent's folders writable, its program readable
-            wrapped = sandbox.wrap(command, env, own=[home], programs=program_paths(command))
+            own = [*writable_folders(home), config_folder(home)]
+            wrapped = sandbox.wrap(command, env, own=own, programs=program_paths(command))
             command, env = wrapped.argv, wrapped.env
         self.child = ChildProcess(name, command, env, settings.workdir, stdio=True)
         self._settings = settings

@@ -9,7 +9,7 @@ from acp.schema import AcpMcpServer, EnvVariable, HttpHeader, HttpMcpServer, Mcp
 
 from a2a_wrapper.backends import install as installer
 from a2a_wrapper.backends.kit import mcp
-from a2a_wrapper.backends.kit.isolation import isolated_env
+from a2a_wrapper.backends.kit.isolation import config_folder, isolated_env, produce_folder
 from a2a_wrapper.config.backends import AcpSettings
 
 McpServer = HttpMcpServer | SseMcpServer | AcpMcpServer | McpServerStdio
@@ -21,7 +21,12 @@ def agent_home(state_dir: Path) -> Path:
 
 
 def agent_env(settings: AcpSettings, state_dir: Path, wrapper_env: dict[str, str]) -> dict[str, str]:
-    env = isolated_env(agent_home(state_dir), wrapper_env) | settings.env
+    """The agent's environment, its config folder made anew and empty: whatever a run planted there is gone before
+    the next start. It stays the agent's during a run (any ACP agent may write its settings there as it starts;
+    the wrapper writes nothing there and loads nothing from it)."""
+    home = agent_home(state_dir)
+    env = isolated_env(home, wrapper_env) | settings.env
+    produce_folder(config_folder(home), {})
     provider = settings.provider
     if provider is not None:  # the relay's URL and token when the wrapper relays it (sandbox/relayed_provider.py)
         env[provider.url_env] = provider.base_url

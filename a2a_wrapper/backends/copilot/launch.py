@@ -6,17 +6,40 @@ accepts only when the provider's URL and a model are in its environment too; the
 session.
 """
 
+import json
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from a2a_wrapper.backends.kit import mcp
-from a2a_wrapper.backends.kit.isolation import isolated_env
+from a2a_wrapper.backends.kit.isolation import (
+    config_folder,
+    isolated_env,
+    produce_folder,
+    remove_tree,
+    writable_folders,
+)
 from a2a_wrapper.config.backends import CopilotProvider, CopilotSettings
 from a2a_wrapper.errors import ConfigError
 
 TOKEN_ENV = ("COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN")  # the CLI's own order
+# What the CLI loads from COPILOT_HOME as settings or code: MCP servers it starts, hooks it runs, plugins,
+# extensions, agents, skills, LSP servers, instructions (read off the pinned CLI). COPILOT_HOME is also where it
+# keeps its sessions, so it stays writable; these are made by the wrapper at each start (empty: everything the
+# wrapper gives travels on the session) and shown read-only over it, so nothing planted there is ever loaded.
+CONTROL_ENTRIES: dict[str, str | None] = {
+    "mcp-config.json": json.dumps({"mcpServers": {}}),
+    "settings.json": "{}",
+    "lsp-config.json": "{}",
+    "copilot-instructions.md": "",
+    "hooks": None,
+    "agents": None,
+    "skills": None,
+    "extensions": None,
+    "installed-plugins": None,
+    "plugins": None,
+}
 _SESSION_NAMESPACE = uuid.UUID("5f0c9a36-3c1e-4f57-9f7e-2d0f6f0b6a51")
 
 
@@ -26,6 +49,17 @@ class Launch:
     env: dict[str, str]
     copilot_home: Path  # the SDK's base_directory (COPILOT_HOME): config and session state
     github_token: str | None  # given to each session (session_options), never to the CLI's environment
+    home: Path  # the CLI's own folders (HOME, XDG_*, TMPDIR) live under it
+
+    @property
+    def writable(self) -> list[Path]:
+        return [*writable_folders(self.home), self.copilot_home]
+
+    @property
+    def given(self) -> list[tuple[Path, Path]]:
+        """The control entries the wrapper made, each over its place in COPILOT_HOME."""
+        made = config_folder(self.home) / "copilot"
+        return [(made / name, self.copilot_home / name) for name in CONTROL_ENTRIES]
 
 
 def prepare(binary: Path, backend: CopilotSettings, state_dir: Path, base_env: dict[str, str]) -> Launch:
@@ -34,13 +68,17 @@ def prepare(binary: Path, backend: CopilotSettings, state_dir: Path, base_env: d
     token = github_token(backend, base_env) if backend.provider is None else None
     check_credentials(backend, token)
     home = state_dir / "copilot"
-    (home / "copilot-home").mkdir(parents=True, exist_ok=True)
+    copilot_home = home / "copilot-home"
+    copilot_home.mkdir(parents=True, exist_ok=True)
     env = isolated_env(home, base_env) | {"COPILOT_AUTO_UPDATE": "false"} | backend.env
+    produce_folder(config_folder(home), {f"copilot/{name}": content for name, content in CONTROL_ENTRIES.items()})
+    for name in CONTROL_ENTRIES:  # whatever a run left there (a link, a folder for a file) is not mounted over
+        remove_tree(copilot_home / name)
     if backend.provider is not None:
         assert backend.model is not None  # check_credentials
         env |= {"COPILOT_OFFLINE": "true", "COPILOT_PROVIDER_BASE_URL": backend.provider.base_url}
         env |= {"COPILOT_PROVIDER_TYPE": backend.provider.type, "COPILOT_MODEL": backend.model}
-    return Launch(binary=binary, env=env, copilot_home=home / "copilot-home", github_token=token)
+    return Launch(binary=binary, env=env, copilot_home=copilot_home, github_token=token, home=home)
 
 
 def github_token(backend: CopilotSettings, base_env: dict[str, str]) -> str | None:

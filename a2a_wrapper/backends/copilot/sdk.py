@@ -61,7 +61,7 @@ def _connection(plan: Launch, sandbox: Sandbox | None) -> tuple[StdioRuntimeConn
     binary = Path(plan.binary).resolve()
     # No new session for the SDK's child otherwise: it would share the wrapper's terminal.
     wrapped = sandbox.wrap(
-        [str(binary)], plan.env, own=[plan.copilot_home.parent], programs=[binary.parent], new_session=True
+        [str(binary)], plan.env, own=plan.writable, programs=[binary.parent], given=plan.given, new_session=True
     )
     bwrap, *arguments = wrapped.argv
     return RuntimeConnection.for_stdio(path=bwrap, args=arguments), wrapped.env

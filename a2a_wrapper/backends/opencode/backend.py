@@ -12,6 +12,7 @@ from typing import Any
 
 from a2a_wrapper.backends.base import Capabilities, Health, Identity, Prompt, Session, unhealthy
 from a2a_wrapper.backends.install import find_binary
+from a2a_wrapper.backends.kit.peers import main_process
 from a2a_wrapper.backends.kit.restarter import Restarter
 from a2a_wrapper.backends.opencode import launch
 from a2a_wrapper.backends.opencode.client import OpenCodeClient
@@ -20,6 +21,7 @@ from a2a_wrapper.backends.opencode.hook import HookServer
 from a2a_wrapper.backends.opencode.turn import HOOK_MISSING, OpenCodeTurn
 from a2a_wrapper.background import cancel_and_wait
 from a2a_wrapper.config.backends import OpenCodeSettings
+from a2a_wrapper.config.runtimes import DockerRuntime
 from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.errors import BackendError, BackendUnavailable, NotFound
 from a2a_wrapper.runtime import Child, Mount, listen_host, loopback_url, make_child
@@ -46,6 +48,8 @@ class OpenCodeBackend:
         self._runtime = settings.runtime
         self._sandbox = sandbox
         self._child: Child | None = None
+        self._binary = Path("opencode")  # resolved at each spawn
+        self._opencode_pid: int | None = None  # the process the tool hook hears, found once per spawn
         self._client = OpenCodeClient(self.settings.workdir, self.settings.username)
         self._events: EventStream | None = None
         self.hooks: HookServer | None = None  # sees every tool call; none on an OpenCode we only attach to
@@ -62,7 +66,8 @@ class OpenCodeBackend:
             await self._connect(self.settings.base_url, password)
         else:
             # Listening before OpenCode starts: the plugin we install reaches it from its first tool call on.
-            self.hooks = HookServer(self._name, self._hook_socket(), self._parent_of)
+            checked = self._is_opencode if not isinstance(self._runtime, DockerRuntime) else None  # a container's own
+            self.hooks = HookServer(self._name, self._hook_socket(), self._parent_of, checked)
             await self.hooks.start()
             await self.spawn()
             self._restarter.start()
@@ -95,19 +100,26 @@ class OpenCodeBackend:
             return None
         return str(info["parentID"]) if info and info.get("parentID") else None
 
+    def _is_opencode(self, pid: int) -> bool:
+        """Whether `pid` is the OpenCode process the wrapper started (found once per start, before any tool runs)."""
+        if self._opencode_pid is None and self._child is not None and isinstance(self._child.pid, int):
+            self._opencode_pid = main_process(self._child.pid, self._binary)
+        return pid != 0 and pid == self._opencode_pid
+
     def _hook_socket(self) -> Path:
         """The tool hook's socket: the sandbox's short socket folder, else the backend's own folder."""
         if self._sandbox is not None:
-            return self._sandbox.socket_path(launch.HOOK_SOCKET)
+            return self._sandbox.wrapper_socket(launch.HOOK_SOCKET)
         return launch.hook_socket(self._state_dir)
 
     async def spawn(self) -> None:
-        binary = (self.settings.binary or find_binary("opencode")).resolve()
+        binary = self._binary = (self.settings.binary or find_binary("opencode")).resolve()
+        self._opencode_pid = None
         plan = launch.prepare(binary, self.settings, self._state_dir, dict(os.environ), listen_host(self._runtime))
         if self._sandbox is not None:  # the plugin, inside, reaches the hook where the sandbox shows it
             plan.env[launch.HOOK_SOCKET_ENV] = str(self._sandbox.inside(launch.HOOK_SOCKET))
-        # A sandbox has its own network: the server's port inside is reached through a socket in its folder.
-        socket = self._sandbox.socket_path("opencode.sock") if self._sandbox is not None else None
+        # A sandbox has its own network: the server's port inside is reached through a socket the bridge serves.
+        socket = self._sandbox.served_socket("opencode.sock") if self._sandbox is not None else None
         self._child = self._make_child(plan, binary, socket)
         try:
             await self._child.start(launch.READY_LINE)
@@ -125,8 +137,14 @@ class OpenCodeBackend:
             self.settings.workdir,
             self._runtime,
             agent=self._name,
-            # In a container or a sandbox: the binary read-only and the backend's folders at their host paths.
-            mounts=[Mount(binary, read_only=True), Mount(plan.home)],
+            # In a container or a sandbox, at their host paths: the binary, the config the wrapper made and the
+            # hook's socket read-only, the backend's own folders writable.
+            mounts=[
+                Mount(binary, read_only=True),
+                Mount(plan.config, read_only=True),
+                Mount(launch.hook_socket(self._state_dir).parent, read_only=True),
+                *map(Mount, plan.writable),
+            ],
             ports=[plan.port],
             sandbox=self._sandbox,
             serve=[(socket.name, plan.port)] if socket else [],

@@ -7,6 +7,11 @@ backend's own folder (a sandboxed OpenCode has no network; that folder is bound 
 the call becomes a `Permission` on the running turn's stream, decided, asked and audited as any other, and the
 answer goes back through the turn's `reply`. Anything but an allow blocks the call, and so does a call no running
 turn owns. A later permission request of an allowed call is answered with that decision (see `HookGate.decided`).
+
+The socket's folder is read-only inside a sandbox, so nothing there can take the socket's place; and only
+OpenCode's own process is heard on it (`is_backend`, by the kernel's word on who connected: kit/peers.py): a tool
+that connects to it, to forge a call in some session's name or a hello, is refused without a decision or an audit
+row in anyone's name.
 """
 
 import asyncio
@@ -19,6 +24,7 @@ from typing import Any
 
 from aiohttp import web
 
+from a2a_wrapper.backends.kit.peers import peer_pid
 from a2a_wrapper.backends.kit.pending import PendingReplies
 from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.events import Permission
@@ -31,11 +37,13 @@ HOOK_PREFIX = "hook_"  # permission ids of held calls: the turn answers them its
 NO_TURN = "No turn of this agent is running in this session, so nothing may run in it."
 TURN_OVER = "The turn this call belonged to is over; the call did not run."
 _BROKEN = "The wrapper could not check this tool call, so it did not run. Do not retry it."
+NOT_THE_BACKEND = "Only the backend's own process is heard on the tool hook; this connection is not it."
 _MAX_SOCKET_PATH = 107  # sun_path holds 108 bytes with the terminating NUL
 _MAX_CALL = 64 * 1024 * 1024  # a write's arguments carry the whole file
 _MAX_NESTING = 8  # subagents of subagents: more is a loop in the parents we were told
 
 ParentOf = Callable[[str], Awaitable[str | None]]
+IsBackend = Callable[[int], bool]  # whether a process id is the backend's own process (None: not checked)
 
 
 class HookGate:
@@ -81,7 +89,7 @@ class HookGate:
 class HookServer:
     """Serves the plugin on `<backend folder>/hook.sock`, routing each call to the gate of the turn it belongs to."""
 
-    def __init__(self, name: str, path: Path, parent_of: ParentOf) -> None:
+    def __init__(self, name: str, path: Path, parent_of: ParentOf, is_backend: IsBackend | None = None) -> None:
         if len(os.fsencode(path)) > _MAX_SOCKET_PATH:
             raise ConfigError(
                 f"The tool hook's socket path {path} is longer than a Unix socket allows ({_MAX_SOCKET_PATH} bytes); "
@@ -90,6 +98,7 @@ class HookServer:
         self._name = name
         self.path = path
         self._parent_of = parent_of
+        self._is_backend = is_backend
         self._gates: dict[str, HookGate] = {}  # by the session of the turn
         self._runner: web.AppRunner | None = None
         self.loaded = asyncio.Event()  # the plugin said hello since OpenCode last started
@@ -125,13 +134,27 @@ class HookServer:
         if self._gates.get(session_id) is gate:
             del self._gates[session_id]
 
+    def _from_backend(self, request: web.Request) -> bool:
+        if self._is_backend is None:
+            return True
+        connection = request.transport.get_extra_info("socket") if request.transport is not None else None
+        pid = peer_pid(connection) if connection is not None else 0
+        if self._is_backend(pid):
+            return True
+        log.warning("[%s] tool hook: refused a request from pid %s, which is not OpenCode's process", self._name, pid)
+        return False
+
     async def _hello(self, request: web.Request) -> web.Response:
+        if not self._from_backend(request):
+            return web.json_response({"error": NOT_THE_BACKEND}, status=403)
         body = await request.json()
         log.info("[%s] OpenCode loaded the tool hook for %s", self._name, body.get("directory"))
         self.loaded.set()
         return web.json_response({})
 
     async def _tool(self, request: web.Request) -> web.Response:
+        if not self._from_backend(request):
+            return web.json_response({"decision": "deny", "reason": NOT_THE_BACKEND}, status=403)
         try:
             call = await request.json()
             gate = await self._gate_of(str(call.get("sessionID") or ""))

@@ -2,7 +2,6 @@
 
 import json
 import secrets
-import shutil
 import socket
 from dataclasses import dataclass
 from importlib import resources
@@ -10,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from a2a_wrapper.backends.kit import mcp
-from a2a_wrapper.backends.kit.isolation import isolated_env
+from a2a_wrapper.backends.kit.isolation import config_folder, isolated_env, produce_folder, writable_folders
 from a2a_wrapper.config.backends import ModelProvider, OpenCodeSettings
 
 READY_LINE = r"listening on (https?://\S+)"
@@ -50,14 +49,23 @@ class Launch:
     port: int
     home: Path  # the backend's own folders (HOME, XDG_*, TMPDIR) live under it
 
+    @property
+    def writable(self) -> list[Path]:
+        return writable_folders(self.home)
+
+    @property
+    def config(self) -> Path:
+        return config_folder(self.home)
+
 
 def home_of(state_dir: Path) -> Path:
     return state_dir / "opencode"
 
 
 def hook_socket(state_dir: Path) -> Path:
-    """In the backend's own folder, which a sandbox binds at the same path: the plugin reaches it from inside."""
-    return home_of(state_dir) / HOOK_SOCKET
+    """Where the hook is served when no sandbox serves it: a folder of its own, which a container shows read-only
+    (in a sandbox the hook is among the sandbox's sockets)."""
+    return home_of(state_dir) / "sockets" / HOOK_SOCKET
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -72,9 +80,7 @@ def prepare(
     """Folders created and seeded; the argv and environment for one `opencode serve`."""
     home = home_of(state_dir)
     isolated = isolated_env(home, base_env)
-    config_dir = Path(isolated["XDG_CONFIG_HOME"]) / "opencode"
-    _seed_plugin_dir(config_dir)
-    install_hook(config_dir)
+    produce_folder(config_folder(home), config_files())
     password = secrets.token_urlsafe(24)
     port = free_port()
     env = {
@@ -137,19 +143,17 @@ def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _seed_plugin_dir(config_dir: Path) -> None:
-    """OpenCode skips its background `npm install` of a plugin when these exist (offline, and 64 MB saved)."""
-    (config_dir / "node_modules").mkdir(parents=True, exist_ok=True)
-    for name, content in _PLUGIN_SEED.items():
-        path = config_dir / name
-        if not path.exists():
-            path.write_text(json.dumps(content))
-
-
-def install_hook(config_dir: Path) -> None:
-    """The tool hook plugin into the config folder's `plugin/`, where OpenCode loads it; copied at every start, so
-    the file always matches this wrapper (an edited or stale copy is replaced)."""
-    target = config_dir / "plugin" / HOOK_PLUGIN
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with resources.as_file(resources.files(__package__) / "plugin" / HOOK_PLUGIN) as source:
-        shutil.copyfile(source, target)
+def config_files() -> dict[str, str | None]:
+    """OpenCode's config folder as the wrapper makes it at every start: the tool hook plugin in `plugin/`, where
+    OpenCode loads it, and the seed that makes OpenCode skip its background `npm install` of the plugin package
+    (offline, and 64 MB saved). Nothing else: every setting travels in OPENCODE_CONFIG_CONTENT."""
+    plugin = (resources.files(__package__) / "plugin" / HOOK_PLUGIN).read_text()
+    files: dict[str, str | None] = {f"opencode/{name}": json.dumps(content) for name, content in _PLUGIN_SEED.items()}
+    # OpenCode writes this .gitignore into its config folder where it is missing (a read-only folder then fails
+    # every instance's start): written here as OpenCode writes it.
+    ignored = "\n".join(["node_modules", "package.json", "bun.lock", ".gitignore"])
+    return files | {
+        "opencode/.gitignore": ignored,
+        "opencode/node_modules": None,
+        f"opencode/plugin/{HOOK_PLUGIN}": plugin,
+    }

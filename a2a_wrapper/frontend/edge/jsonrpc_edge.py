@@ -18,7 +18,6 @@ builds its own, with a `google.rpc.ErrorInfo` in `data`; -32700 has none, as the
 """
 
 import json
-import re
 from typing import Any
 
 from a2a.server.request_handlers.response_helpers import build_error_response
@@ -27,9 +26,9 @@ from a2a.utils.errors import InvalidRequestError, VersionNotSupportedError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from a2a_wrapper.frontend.edge.http_edge import read_body, replay
+from a2a_wrapper.frontend.edge.json_depth import TOO_DEEP, nests_past
 from a2a_wrapper.frontend.edge.version_param import is_0_x, version_header
 
-MAX_DEPTH = 64
 MAX_ID = 2**53 - 1
 PARSE_ERROR = -32700
 METHODS_1_0 = frozenset(JsonRpcDispatcher.METHOD_TO_MODEL)
@@ -87,7 +86,7 @@ def _check(body: bytes, version: str) -> tuple[dict[str, Any] | None, bool]:
         return _parse_error(f"Parse error: {exc} is not JSON (RFC 8259 has no such number)"), False
     except ValueError:
         return None, False  # the SDK's own parse error
-    if _nests_past(body, MAX_DEPTH):
+    if nests_past(body):
         return _too_deep(), False
     if not isinstance(request, dict):
         return None, False
@@ -127,8 +126,7 @@ def _parse_error(sentence: str) -> dict[str, Any]:
 
 
 def _too_deep() -> dict[str, Any]:
-    sentence = f"Invalid Request: arrays and objects nest past {MAX_DEPTH} levels"
-    return build_error_response(None, InvalidRequestError(message=sentence))
+    return build_error_response(None, InvalidRequestError(message=TOO_DEEP))
 
 
 def _version_error(sentence: str, request_id: object) -> dict[str, Any]:
@@ -139,23 +137,6 @@ def _valid_id(value: object) -> bool:
     if value is None or isinstance(value, str):
         return True
     return isinstance(value, int) and not isinstance(value, bool) and abs(value) <= MAX_ID
-
-
-_STRING = re.compile(rb'"(?:[^"\\]+|\\.)*"')
-_NOT_BRACKETS = bytes(set(range(256)) - set(b"[]{}"))
-_INNERMOST = re.compile(rb"\[\]|\{\}")
-
-
-def _nests_past(body: bytes, limit: int) -> bool:
-    """Whether the arrays and objects of a valid JSON body nest deeper than `limit`. Strings dropped (UTF-8 puts
-    no ASCII byte inside a multi-byte character), only the brackets kept, then each pass removes the innermost
-    pairs: all in C (regex engine, bytes.translate), so many megabytes take milliseconds."""
-    brackets = _STRING.sub(b"", body).translate(None, _NOT_BRACKETS)
-    for _ in range(limit):
-        if not brackets:
-            return False
-        brackets = _INNERMOST.sub(b"", brackets)
-    return bool(brackets)
 
 
 def _silenced(send: Send) -> Send:

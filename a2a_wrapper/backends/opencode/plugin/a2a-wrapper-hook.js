@@ -1,7 +1,7 @@
-// The a2a-wrapper's tool hook. The wrapper copies this file into its OpenCode's config folder (plugin/) at every
-// start. OpenCode's own permission requests come only when its parse of a call says so (`>README.md` asks
-// nothing), so every tool call goes to the wrapper here, before it runs, over the Unix socket the wrapper made in
-// the backend's own folder (a sandboxed OpenCode has no network). Only an explicit allow lets a call run: a
+// The a2a-wrapper's tool hook. The wrapper writes this file into the config folder it makes anew for its OpenCode
+// at every start (plugin/; read-only in a sandbox). OpenCode's own permission requests come only when its parse of
+// a call says so (`>README.md` asks nothing), so every tool call goes to the wrapper here, before it runs, over the
+// Unix socket the wrapper serves in a read-only folder (a sandboxed OpenCode has no network). Only an explicit allow lets a call run: a
 // refusal, an error or no answer blocks it, and the model sees the sentence (a thrown message is the tool's error).
 // Every export of a plugin module must be a plugin function: nothing else is exported.
 

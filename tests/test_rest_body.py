@@ -1,0 +1,34 @@
+"""A REST body nested past the JSON depth limit gets 400 in the REST binding's error shape, as JSON-RPC refuses
+it with -32600; a body at the limit is parsed as before. Real HTTP against the real agent."""
+
+import httpx
+
+from a2a_wrapper.frontend.edge.json_depth import MAX_DEPTH, nests_past
+from tests.conftest import ServedAgent
+from tests.helpers.a2a_wire import V1, user_message
+
+
+def nested(depth: int) -> bytes:
+    return b'{"message": ' + b'{"a": ' * (depth - 1) + b"1" + b"}" * depth
+
+
+async def test_a_rest_body_nested_a_thousand_deep_gets_400_not_500(agent: ServedAgent, http: httpx.AsyncClient) -> None:
+    for path in ("/message:send", "/message:stream", "/tasks/t-1:cancel"):
+        sent = await http.post(
+            agent.rest + path, content=nested(1000), headers={**V1, "Content-Type": "application/json"}
+        )
+        error = sent.json()["error"]
+        assert (sent.status_code, error["status"]) == (400, "INVALID_ARGUMENT"), path
+        assert error["message"] == f"Invalid Request: arrays and objects nest past {MAX_DEPTH} levels"
+        assert [detail["reason"] for detail in error["details"]] == ["INVALID_REQUEST"]
+    # the limit is the JSON-RPC edge's own: a body just within it is the SDK's to judge (an unknown field: 400)
+    within = await http.post(agent.rest + "/message:send", content=nested(MAX_DEPTH), headers=V1)
+    assert within.status_code == 400 and "nest past" not in within.json()["error"]["message"]
+    answered = await http.post(agent.rest + "/message:send", json={"message": user_message("hi")}, headers=V1)
+    assert answered.status_code == 200
+
+
+def test_depth_counts_brackets_outside_strings_only() -> None:
+    assert not nests_past(b'{"a": "' + b"[" * 1000 + b'"}')
+    assert nests_past(b"[" * 65 + b"]" * 65) and not nests_past(b"[" * 64 + b"]" * 64)
+    assert nests_past(b"[" * 1000)  # unbalanced, unparseable: refused all the same
