@@ -40,6 +40,7 @@ from a2a_wrapper.ports import bind_port
 from a2a_wrapper.push import push_service
 from a2a_wrapper.sandbox import Sandbox, describe_runtime
 from a2a_wrapper.sandbox.control_watch import ControlWatch
+from a2a_wrapper.sandbox.relayed_provider import backend_settings
 from a2a_wrapper.shield.decision import PermissionPolicy
 from a2a_wrapper.state.audit import AuditLog
 from a2a_wrapper.state.context_rules import ContextRules
@@ -93,8 +94,10 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         audit = AuditLog(engine)
         await audit.initialize()
         metrics = AgentMetrics()
-        sandbox = await stack.enter_async_context(agent_sandbox(settings, hosts_policy(policy), audit, metrics))
-        backend = create_backend(settings, sandbox)
+        # The backend's provider is the wrapper's model relay (up until the backend has stopped): no key inside.
+        started = await stack.enter_async_context(backend_settings(settings))
+        sandbox = await stack.enter_async_context(agent_sandbox(started, hosts_policy(policy), audit, metrics))
+        backend = create_backend(started, sandbox)
         stack.push_async_callback(backend.stop)
         await backend.start()
         tasks = await stack.enter_async_context(agent_tasks(database, engine))
