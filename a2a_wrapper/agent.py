@@ -43,6 +43,7 @@ from a2a_wrapper.ports import bind_port
 from a2a_wrapper.push import push_service
 from a2a_wrapper.sandbox import Sandbox, describe_runtime
 from a2a_wrapper.sandbox.control_watch import ControlWatch
+from a2a_wrapper.sandbox.relayed_provider import backend_settings
 from a2a_wrapper.shield.decision import PermissionPolicy
 from a2a_wrapper.state.audit import AuditLog
 from a2a_wrapper.state.context_rules import ContextRules
@@ -96,9 +97,11 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         audit = AuditLog(engine)
         await audit.initialize()
         metrics = AgentMetrics()
+        # The backends' provider is the wrapper's model relay (up until the backends have stopped): no key inside.
+        started = await stack.enter_async_context(backend_settings(settings))
         locks = _LeasedLocks()
         backend, tenants = await stack.enter_async_context(
-            agent_backend(settings, _Launch(hosts_policy(policy), audit, metrics), locks.callers)
+            agent_backend(started, _Launch(hosts_policy(policy), audit, metrics), locks.callers)
         )
         tasks = await stack.enter_async_context(agent_tasks(database, engine))
         leases = None
@@ -140,7 +143,7 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
             settings.server.max_body_bytes,
             auth=settings.auth,
             metrics=metrics,
-            runtime=await asyncio.to_thread(describe_backends, settings),
+            runtime=await asyncio.to_thread(describe_backends, started),
             body_timeout=settings.server.body_timeout,
             limits=limits,
             operator=operator_routes(settings.card.name, turns, settings.console, database),

@@ -121,7 +121,7 @@ class CopilotBackend:
         client = self._running_client()
         try:
             self._attached[derived] = await client.create_session(
-                session_id=derived, **launch.session_options(self._settings), **self._handlers(derived)
+                session_id=derived, **self._session_options(), **self._handlers(derived)
             )
         except Exception as exc:
             raise BackendError(f"Copilot could not create a session: {exc}") from exc
@@ -163,13 +163,16 @@ class CopilotBackend:
     def detach(self, session_id: str, turn: CopilotTurn) -> None:
         self._turns.close(session_id, turn)
 
+    def _session_options(self) -> dict[str, Any]:
+        return launch.session_options(self._settings, self._launch.github_token if self._launch else None)
+
     async def _resume(self, session_id: str) -> CopilotSession:
         if session_id in self._attached:
             return self._attached[session_id]
         client = self._running_client()
         try:
             sdk_session = await client.resume_session(
-                session_id, **launch.session_options(self._settings), **self._handlers(session_id)
+                session_id, **self._session_options(), **self._handlers(session_id)
             )
         except Exception as exc:
             raise BackendError(f"Copilot could not resume session {session_id}: {exc}") from exc
