@@ -1,0 +1,133 @@
+"""Red team, class 2: what the wrapper trusts, reached from inside the sandbox.
+
+One OpenCode turn runs scripts/trusted_plane_opencode.py, which tries every way at once (the hook's socket and its
+folder, plugins and config in each folder OpenCode reads them from, a program OpenCode runs from its cache, and
+OpenCode's own process: its connection to the hook and its listening port, copied with pidfd_getfd). A second
+message follows while a thief may hold OpenCode's port; then the backend restarts and runs the grep tool. Each
+variant then looks at its own effect on the host: the socket's inode, a marker a planted plugin or program would
+write, an audit row for a forged call, what the thief received. One Copilot turn does the same for Copilot's
+program folder and the MCP configs a planted file could add.
+"""
+
+import asyncio
+import json
+import shutil
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from a2a_wrapper.state.audit import recent
+from tests.helpers.a2a_wire import final_state, stream, user_message
+from tests.helpers.behaviour import BACKENDS, Harness
+from tests.helpers.tool_messages import bash_directive, bash_params
+
+pytestmark = pytest.mark.slow
+
+OPENCODE = next(backend for backend in BACKENDS if backend.name == "opencode")
+COPILOT = next(backend for backend in BACKENDS if backend.name == "copilot")
+SCRIPTS = Path(__file__).parent / "scripts"
+
+
+@dataclass
+class Seen:
+    markers: Path
+    results: dict[str, str] = field(default_factory=dict)
+    sockets_before: dict[str, int] = field(default_factory=dict)
+    sockets_after: dict[str, int] = field(default_factory=dict)
+    audit_targets: list[str] = field(default_factory=list)
+    forged_id: str = ""
+    secret_prompt: str = ""
+
+
+def _sockets(folder: Path) -> dict[str, int]:
+    return {path.name: path.lstat().st_ino for path in folder.iterdir()}
+
+
+async def _send(http: httpx.AsyncClient, url: str, params: dict[str, Any], limit: float = 60) -> list[dict[str, Any]]:
+    """A turn; one that a thief broke (or that hangs) ends after `limit` seconds with no events."""
+    try:
+        async with asyncio.timeout(limit):
+            return await stream(http, url, params)
+    except (TimeoutError, httpx.HTTPError):
+        return []
+
+
+@pytest.fixture(scope="module")
+async def opencode_attacked(offline_model, tmp_path_factory: pytest.TempPathFactory, request) -> AsyncIterator[Seen]:  # type: ignore[no-untyped-def]
+    tmp = tmp_path_factory.mktemp("trusted-plane")
+    harness = Harness(OPENCODE, offline_model, tmp, request.node)
+    workdir = tmp / "state" / "workspace"
+    seen = Seen(workdir / "rt", forged_id=f"forged-{uuid.uuid4().hex}", secret_prompt=f"prompt-{uuid.uuid4().hex}")
+    seen.markers.mkdir(parents=True)
+    shutil.copy(SCRIPTS / "trusted_plane_opencode.py", workdir / "attack.py")
+    import time; t0 = time.monotonic()
+    async with httpx.AsyncClient(timeout=90) as http:
+        async with harness.serving(auto_approve=True) as served:
+            folder = next((tmp / "state").rglob("hook.sock")).parent
+            seen.sockets_before = _sockets(folder)
+            command = f"python3 attack.py {seen.markers} {seen.forged_id}"
+            events = await _send(http, served.jsonrpc, bash_params(command, description="run a command"))
+            assert events and final_state(events) == "TASK_STATE_COMPLETED", events[-1:] or "the attack's turn ended"
+            seen.sockets_after = _sockets(folder)
+            print("attack", time.monotonic() - t0)
+            await _send(http, served.jsonrpc, {"message": user_message(f"remember {seen.secret_prompt}")}, 30)
+            database = served.agent.settings.state_dir / "state.db"  # type: ignore[operator]
+            print("second message", time.monotonic() - t0)
+        async with harness.serving(auto_approve=True) as served:  # a restart: what was planted would load now
+            grep = '[[tool:grep {"pattern": "anything"}]]'
+            await _send(http, served.jsonrpc, {"message": user_message(grep)})
+            print("restarted", time.monotonic() - t0)
+            await _send(http, served.jsonrpc, bash_params("echo second-start", description="run a command"))
+            print("turns", time.monotonic() - t0)
+    seen.results = json.loads((seen.markers / "results.json").read_text())
+    seen.audit_targets = [entry.target for entry in recent(database, 200)]
+    yield seen
+
+
+PLANTED = {
+    "plugin-in-config-folder": ["loaded-config-plugin"],
+    "opencode-json-in-config-folder": ["loaded-json-plugin"],
+    "plugin-in-home-dot-opencode": ["loaded-home-plugin", "loaded-home-config-plugin"],
+    "plugin-in-project-dot-opencode": ["loaded-project-plugin", "loaded-project-plugins"],
+    "project-opencode-json": ["loaded-json-plugin"],
+    "ripgrep-planted-in-cache": ["ran-planted-rg"],
+}
+LOADED = {
+    "plugin-in-home-dot-opencode": "trusted plane: OpenCode reads plugins from $HOME/.opencode/plugin, and HOME is the "
+    "backend's writable folder: a plugin a tool writes there loads in OpenCode's process at the next start",
+    "ripgrep-planted-in-cache": "trusted plane: OpenCode runs ripgrep from $XDG_CACHE_HOME/opencode/bin when none is "
+    "on PATH, and the cache is writable inside: the grep tool, decided as `grep`, runs the program a tool planted",
+}
+
+
+@pytest.mark.parametrize(
+    "attempt",
+    [pytest.param(a, marks=pytest.mark.xfail(strict=True, reason=LOADED[a])) if a in LOADED else a for a in PLANTED],
+)
+def test_nothing_planted_is_loaded_or_run_at_the_next_start(opencode_attacked: Seen, attempt: str) -> None:
+    assert attempt in opencode_attacked.results, "the attempt was made"
+    loaded = [marker for marker in PLANTED[attempt] if (opencode_attacked.markers / marker).exists()]
+    assert not loaded, (attempt, opencode_attacked.results[attempt], loaded)
+
+
+@pytest.mark.parametrize("attempt", ["replace-hook-socket", "bind-impostor-in-socket-folder", "rename-socket-folder"])
+def test_the_wrappers_sockets_stay_its_own(opencode_attacked: Seen, attempt: str) -> None:
+    assert "Error" in opencode_attacked.results[attempt], opencode_attacked.results[attempt]  # refused, whatever why
+    assert opencode_attacked.sockets_after == opencode_attacked.sockets_before, "the same sockets, the same inodes"
+
+
+def test_a_call_forged_on_opencodes_own_hook_connection_is_never_decided(opencode_attacked: Seen) -> None:
+    said = opencode_attacked.results["forge-hook-call-on-opencodes-connection"]
+    assert f"echo {opencode_attacked.forged_id}" not in opencode_attacked.audit_targets, said
+
+
+def test_opencodes_listening_port_cannot_be_taken_over(opencode_attacked: Seen) -> None:
+    stolen = opencode_attacked.markers / "stolen.txt"
+    received = stolen.read_bytes() if stolen.exists() else b""
+    said = opencode_attacked.results["steal-opencodes-listening-port"]
+    assert b"Authorization" not in received and opencode_attacked.secret_prompt.encode() not in received, (said, received)
