@@ -24,7 +24,7 @@ import pytest
 from a2a_wrapper.state.audit import recent
 from tests.helpers.a2a_wire import final_state, stream, user_message
 from tests.helpers.behaviour import BACKENDS, Harness
-from tests.helpers.tool_messages import bash_directive, bash_params
+from tests.helpers.tool_messages import bash_params
 
 pytestmark = pytest.mark.slow
 
@@ -65,7 +65,9 @@ async def opencode_attacked(offline_model, tmp_path_factory: pytest.TempPathFact
     seen = Seen(workdir / "rt", forged_id=f"forged-{uuid.uuid4().hex}", secret_prompt=f"prompt-{uuid.uuid4().hex}")
     seen.markers.mkdir(parents=True)
     shutil.copy(SCRIPTS / "trusted_plane_opencode.py", workdir / "attack.py")
-    import time; t0 = time.monotonic()
+    import time
+
+    t0 = time.monotonic()
     async with httpx.AsyncClient(timeout=90) as http:
         async with harness.serving(auto_approve=True) as served:
             folder = next((tmp / "state").rglob("hook.sock")).parent
@@ -130,4 +132,7 @@ def test_opencodes_listening_port_cannot_be_taken_over(opencode_attacked: Seen) 
     stolen = opencode_attacked.markers / "stolen.txt"
     received = stolen.read_bytes() if stolen.exists() else b""
     said = opencode_attacked.results["steal-opencodes-listening-port"]
-    assert b"Authorization" not in received and opencode_attacked.secret_prompt.encode() not in received, (said, received)
+    assert b"Authorization" not in received and opencode_attacked.secret_prompt.encode() not in received, (
+        said,
+        received,
+    )
