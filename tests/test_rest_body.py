@@ -1,6 +1,8 @@
 """A REST body nested past the JSON depth limit gets 400 in the REST binding's error shape, as JSON-RPC refuses
 it with -32600; a body at the limit is parsed as before. Real HTTP against the real agent."""
 
+import time
+
 import httpx
 
 from a2a_wrapper.frontend.edge.json_depth import MAX_DEPTH, nests_past
@@ -32,3 +34,13 @@ def test_depth_counts_brackets_outside_strings_only() -> None:
     assert not nests_past(b'{"a": "' + b"[" * 1000 + b'"}')
     assert nests_past(b"[" * 65 + b"]" * 65) and not nests_past(b"[" * 64 + b"]" * 64)
     assert nests_past(b"[" * 1000)  # unbalanced, unparseable: refused all the same
+
+
+def test_a_string_without_its_closing_quote_is_judged_in_linear_time() -> None:
+    """The string pattern once backtracked exponentially on an unterminated string: 24 bytes took 3 s, 40 hours."""
+    started = time.monotonic()
+    assert nests_past(b'{"a": "' + b"x" * 40)  # the open object left unmatched: refused, at once
+    for body in (b'"' + b"x" * 1_000_000, b'"\\"' * 300_000):
+        assert not nests_past(body)
+    assert time.monotonic() - started < 2.0
+    assert nests_past(b"[" * 65 + b'"' + b"x" * 1000)  # brackets before the open string still count
