@@ -92,7 +92,8 @@ def test_no_credential_of_the_operators_is_found_inside(found: tuple[str, Path],
 
 RELAY = "; branch `relay` puts a relay in the wrapper and gives the backend a token of its own instead"
 KNOWN_GAPS: dict[tuple[str, str], str] = {
-    ("opencode", "env.txt"): "secrets inside: the provider key is in OPENCODE_CONFIG_CONTENT, which tools inherit" + RELAY,
+    ("opencode", "env.txt"): "secrets inside: the provider key is in OPENCODE_CONFIG_CONTENT, which tools inherit"
+    + RELAY,
     ("opencode", "proc-environ.txt"): "secrets inside: the provider key is in OpenCode's environment" + RELAY,
     ("opencode", "backend-api.txt"): "secrets inside: OpenCode's API, with the password every tool inherits, "
     "answers its config with the provider key" + RELAY,
