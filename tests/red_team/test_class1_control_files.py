@@ -130,7 +130,8 @@ async def planted(offline_model, tmp_path_factory: pytest.TempPathFactory, reque
     harness = Harness(next(b for b in BACKENDS if b.name == "opencode"), offline_model, tmp, request.node)
     workdir, markers = tmp / "state" / "workspace", tmp / "markers"
     markers.mkdir()
-    subprocess.run(["git", "init", "-q", str(workdir)], check=True)
+    init = await asyncio.create_subprocess_exec("git", "init", "-q", str(workdir))
+    assert await init.wait() == 0
     (workdir / "README.md").write_text("the owner's\n")
     script = " ; ".join(lines for lines, _ in plants(markers).values()) + " ; echo planted"
     command = f"echo {base64.b64encode(script.encode()).decode()} | base64 -d | sh"
