@@ -1,6 +1,7 @@
 """`a2a-wrap serve --config FILE` as a real subprocess, and waiting until its /health answers."""
 
 import asyncio
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,8 @@ def serve_config(settings: Any, name: str, state_dir: Path, **extra: Any) -> dic
     }
 
 
-async def start_serve(config: Path) -> asyncio.subprocess.Process:
+async def start_serve(config: Path, env: dict[str, str] | None = None) -> asyncio.subprocess.Process:
+    """`env`, when given, is added to this process's environment for the agent's."""
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -32,6 +34,7 @@ async def start_serve(config: Path) -> asyncio.subprocess.Process:
         str(config),
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, **env} if env is not None else None,
     )
 
 
