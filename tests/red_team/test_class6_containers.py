@@ -68,7 +68,13 @@ async def test_a_tool_of_the_compose_agent_reads_no_secret_of_the_wrappers(offli
         await asyncio.wait_for(process.wait(), 30)
     found = (tmp_path / "workspace" / "found.txt").read_text(errors="replace")
     assert "OPENCODE" in found, "the tool did read environments"  # the look itself worked
-    assert runtime != "process"
+    assert key not in found
+
+
+@pytest.mark.xfail(strict=True, reason=NO_BRANCH.format("each compose agent runs its backend as a plain child"))
+@pytest.mark.parametrize("agent", COMPOSE_AGENTS)
+def test_a_compose_agents_backend_runs_apart_from_the_wrapper(agent: str) -> None:
+    assert _config(agent).get("runtime", {}).get("kind", "sandbox") != "process"
 
 
 @pytest.mark.xfail(strict=True, reason=NO_BRANCH.format("each compose agent approves every call (auto_approve)"))
