@@ -79,30 +79,11 @@ async def found(request, offline_model, tmp_path_factory: pytest.TempPathFactory
 
 
 @pytest.mark.parametrize("place", PLACES)
-def test_no_credential_of_the_operators_is_found_inside(found: tuple[str, Path], place: str, request) -> None:  # type: ignore[no-untyped-def]
+def test_no_credential_of_the_operators_is_found_inside(found: tuple[str, Path], place: str) -> None:
+    """On main before branch relay, seven places held one: OPENCODE_CONFIG_CONTENT (env, /proc environ), OpenCode's
+    API and memory; Copilot's COPILOT_SDK_AUTH_TOKEN (env, /proc environ) and memory."""
     backend, folder = found
-    expected_gap = KNOWN_GAPS.get((backend, place))
-    if expected_gap:
-        request.node.add_marker(pytest.mark.xfail(strict=True, reason=expected_gap))
     text = (folder / place).read_text(errors="replace")
     secrets = {"provider key": KEY, **({"GitHub token": TOKEN} if backend == "copilot" else {})}
     leaked = {name for name, secret in secrets.items() for form in forms(secret) if form in text}
     assert not leaked, f"{backend}: {sorted(leaked)} in {place}"
-
-
-RELAY = "; branch `relay` puts a relay in the wrapper and gives the backend a token of its own instead"
-KNOWN_GAPS: dict[tuple[str, str], str] = {
-    ("opencode", "env.txt"): "secrets inside: the provider key is in OPENCODE_CONFIG_CONTENT, which tools inherit"
-    + RELAY,
-    ("opencode", "proc-environ.txt"): "secrets inside: the provider key is in OpenCode's environment" + RELAY,
-    ("opencode", "backend-api.txt"): "secrets inside: OpenCode's API, with the password every tool inherits, "
-    "answers its config with the provider key" + RELAY,
-    ("opencode", "backend-memory.txt"): "secrets inside: OpenCode holds the provider key in memory a tool of the "
-    "same user reads through /proc/PID/mem" + RELAY,
-    ("copilot", "env.txt"): "secrets inside: the GitHub token reaches every tool's environment (COPILOT_SDK_AUTH_TOKEN)"
-    "; branch `relay` hands it to each session over the SDK's stdio",
-    ("copilot", "proc-environ.txt"): "secrets inside: the GitHub token is in the Copilot CLI's environment"
-    "; branch `relay` hands it to each session over the SDK's stdio",
-    ("copilot", "backend-memory.txt"): "secrets inside: the Copilot CLI holds the BYOK provider key in memory a tool "
-    "of the same user reads through /proc/PID/mem" + RELAY,
-}
