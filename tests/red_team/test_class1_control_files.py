@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from a2a_wrapper.offline_model import OfflineModel
 from a2a_wrapper.shield.rules import ShieldConfig
 from tests.helpers.a2a_wire import final_state, stream
 from tests.helpers.behaviour import BACKENDS, Harness
@@ -125,20 +126,21 @@ def _expected(name: str) -> list[pytest.MarkDecorator]:
 
 
 @pytest.fixture(scope="module")
-async def planted(offline_model, tmp_path_factory: pytest.TempPathFactory, request) -> AsyncIterator[tuple[Path, Path]]:  # type: ignore[no-untyped-def]
-    tmp = tmp_path_factory.mktemp("in-place")
-    harness = Harness(next(b for b in BACKENDS if b.name == "opencode"), offline_model, tmp, request.node)
-    workdir, markers = tmp / "state" / "workspace", tmp / "markers"
-    markers.mkdir()
-    init = await asyncio.create_subprocess_exec("git", "init", "-q", str(workdir))
-    assert await init.wait() == 0
-    (workdir / "README.md").write_text("the owner's\n")
-    script = " ; ".join(lines for lines, _ in plants(markers).values()) + " ; echo planted"
-    command = f"echo {base64.b64encode(script.encode()).decode()} | base64 -d | sh"
-    async with httpx.AsyncClient(timeout=120) as http, harness.serving(shield=EVERYTHING_ALLOWED) as served:
-        events = await stream(http, served.jsonrpc, bash_params(command, description="tidy up"))
-        assert final_state(events) == "TASK_STATE_COMPLETED", events[-1]
-    yield workdir, markers
+async def planted(tmp_path_factory: pytest.TempPathFactory, request) -> AsyncIterator[tuple[Path, Path]]:  # type: ignore[no-untyped-def]
+    async with OfflineModel() as offline_model:  # the module's own (a session one was torn down between modules)
+        tmp = tmp_path_factory.mktemp("in-place")
+        harness = Harness(next(b for b in BACKENDS if b.name == "opencode"), offline_model, tmp, request.node)
+        workdir, markers = tmp / "state" / "workspace", tmp / "markers"
+        markers.mkdir()
+        init = await asyncio.create_subprocess_exec("git", "init", "-q", str(workdir))
+        assert await init.wait() == 0
+        (workdir / "README.md").write_text("the owner's\n")
+        script = " ; ".join(lines for lines, _ in plants(markers).values()) + " ; echo planted"
+        command = f"echo {base64.b64encode(script.encode()).decode()} | base64 -d | sh"
+        async with httpx.AsyncClient(timeout=120) as http, harness.serving(shield=EVERYTHING_ALLOWED) as served:
+            events = await stream(http, served.jsonrpc, bash_params(command, description="tidy up"))
+            assert final_state(events) == "TASK_STATE_COMPLETED", events[-1]
+        yield workdir, markers
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=_expected(n)) for n in plants(Path("/m"))])

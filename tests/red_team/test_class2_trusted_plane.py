@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
+from a2a_wrapper.offline_model import OfflineModel
 from a2a_wrapper.state.audit import recent
 from tests.helpers.a2a_wire import final_state, stream, user_message
 from tests.helpers.behaviour import BACKENDS, Harness
@@ -58,37 +59,40 @@ async def _send(http: httpx.AsyncClient, url: str, params: dict[str, Any], limit
 
 
 @pytest.fixture(scope="module")
-async def opencode_attacked(offline_model, tmp_path_factory: pytest.TempPathFactory, request) -> AsyncIterator[Seen]:  # type: ignore[no-untyped-def]
-    tmp = tmp_path_factory.mktemp("trusted-plane")
-    harness = Harness(OPENCODE, offline_model, tmp, request.node)
-    workdir = tmp / "state" / "workspace"
-    seen = Seen(workdir / "rt", forged_id=f"forged-{uuid.uuid4().hex}", secret_prompt=f"prompt-{uuid.uuid4().hex}")
-    seen.markers.mkdir(parents=True)
-    shutil.copy(SCRIPTS / "trusted_plane_opencode.py", workdir / "attack.py")
-    import time
+async def opencode_attacked(tmp_path_factory: pytest.TempPathFactory, request) -> AsyncIterator[Seen]:  # type: ignore[no-untyped-def]
+    async with OfflineModel() as offline_model:  # the module's own (a session one was torn down between modules)
+        tmp = tmp_path_factory.mktemp("trusted-plane")
+        harness = Harness(OPENCODE, offline_model, tmp, request.node)
+        workdir = tmp / "state" / "workspace"
+        seen = Seen(workdir / "rt", forged_id=f"forged-{uuid.uuid4().hex}", secret_prompt=f"prompt-{uuid.uuid4().hex}")
+        seen.markers.mkdir(parents=True)
+        shutil.copy(SCRIPTS / "trusted_plane_opencode.py", workdir / "attack.py")
+        import time
 
-    t0 = time.monotonic()
-    async with httpx.AsyncClient(timeout=90) as http:
-        async with harness.serving(auto_approve=True) as served:
-            folder = next((tmp / "state").rglob("hook.sock")).parent
-            seen.sockets_before = _sockets(folder)
-            command = f"python3 attack.py {seen.markers} {seen.forged_id}"
-            events = await _send(http, served.jsonrpc, bash_params(command, description="run a command"))
-            assert events and final_state(events) == "TASK_STATE_COMPLETED", events[-1:] or "the attack's turn ended"
-            seen.sockets_after = _sockets(folder)
-            print("attack", time.monotonic() - t0)
-            await _send(http, served.jsonrpc, {"message": user_message(f"remember {seen.secret_prompt}")}, 30)
-            database = served.agent.settings.state_dir / "state.db"  # type: ignore[operator]
-            print("second message", time.monotonic() - t0)
-        async with harness.serving(auto_approve=True) as served:  # a restart: what was planted would load now
-            grep = '[[tool:grep {"pattern": "anything"}]]'
-            await _send(http, served.jsonrpc, {"message": user_message(grep)})
-            print("restarted", time.monotonic() - t0)
-            await _send(http, served.jsonrpc, bash_params("echo second-start", description="run a command"))
-            print("turns", time.monotonic() - t0)
-    seen.results = json.loads((seen.markers / "results.json").read_text())
-    seen.audit_targets = [entry.target for entry in recent(database, 200)]
-    yield seen
+        t0 = time.monotonic()
+        async with httpx.AsyncClient(timeout=90) as http:
+            async with harness.serving(auto_approve=True) as served:
+                folder = next((tmp / "state").rglob("hook.sock")).parent
+                seen.sockets_before = _sockets(folder)
+                command = f"python3 attack.py {seen.markers} {seen.forged_id}"
+                events = await _send(http, served.jsonrpc, bash_params(command, description="run a command"))
+                assert events and final_state(events) == "TASK_STATE_COMPLETED", (
+                    events[-1:] or "the attack's turn ended"
+                )
+                seen.sockets_after = _sockets(folder)
+                print("attack", time.monotonic() - t0)
+                await _send(http, served.jsonrpc, {"message": user_message(f"remember {seen.secret_prompt}")}, 30)
+                database = served.agent.settings.state_dir / "state.db"  # type: ignore[operator]
+                print("second message", time.monotonic() - t0)
+            async with harness.serving(auto_approve=True) as served:  # a restart: what was planted would load now
+                grep = '[[tool:grep {"pattern": "anything"}]]'
+                await _send(http, served.jsonrpc, {"message": user_message(grep)})
+                print("restarted", time.monotonic() - t0)
+                await _send(http, served.jsonrpc, bash_params("echo second-start", description="run a command"))
+                print("turns", time.monotonic() - t0)
+        seen.results = json.loads((seen.markers / "results.json").read_text())
+        seen.audit_targets = [entry.target for entry in recent(database, 200)]
+        yield seen
 
 
 PLANTED = {

@@ -21,7 +21,7 @@ import pytest
 from a2a_wrapper.backends.opencode.launch import free_port
 from a2a_wrapper.config.backends import ModelProvider, OpenCodeSettings
 from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSettings
-from a2a_wrapper.offline_model import MODEL_ID
+from a2a_wrapper.offline_model import MODEL_ID, OfflineModel
 from tests.conftest import serving
 from tests.helpers.a2a_wire import V1, final_state, rpc, stream, user_message
 from tests.helpers.auth import bearer
@@ -80,55 +80,58 @@ async def _bob_asks(bob: httpx.AsyncClient, served: Any, task: dict[str, Any], s
 
 
 @pytest.fixture(scope="module")
-async def seen(offline_model, opencode_binary, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Seen]:  # type: ignore[no-untyped-def]
-    state = tmp_path_factory.mktemp("tenants") / "state"
-    found = Seen(f"alice-secret-{uuid.uuid4().hex}", f"alice-notes-{uuid.uuid4().hex}", f"bob-{uuid.uuid4().hex}")
-    workdir = state / "workspace"
-    workdir.mkdir(parents=True, exist_ok=True)
-    with pytest.MonkeyPatch.context() as patch:
-        for name, value in KEYS.items():
-            patch.setenv(name, value)
-        settings = AgentSettings(
-            card=CardSettings(name="two-callers"),
-            server=ServerSettings(port=free_port()),
-            backend=OpenCodeSettings(
-                binary=opencode_binary,
-                workdir=state / "workspace",
-                model=f"offline/{MODEL_ID}",
-                provider=ModelProvider(id="offline", base_url=offline_model.base_url, models=[MODEL_ID]),
-            ),
-            state_dir=state,
-            auto_approve=True,
-            auth=PEOPLE,
-        )
-        async with (
-            httpx.AsyncClient(timeout=120, headers=bearer(KEYS["RT_ALICE_KEY"])) as alice,
-            httpx.AsyncClient(timeout=120, headers=bearer(KEYS["RT_BOB_KEY"])) as bob,
-            serving(settings, offline_model) as served,
-        ):
-            hers = await stream(
-                alice, served.jsonrpc, {"message": user_message(f"Keep this between us: {found.secret}")}
+async def seen(opencode_binary, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Seen]:  # type: ignore[no-untyped-def]
+    async with OfflineModel() as offline_model:  # the module's own (a session one was torn down between modules)
+        state = tmp_path_factory.mktemp("tenants") / "state"
+        found = Seen(f"alice-secret-{uuid.uuid4().hex}", f"alice-notes-{uuid.uuid4().hex}", f"bob-{uuid.uuid4().hex}")
+        workdir = state / "workspace"
+        workdir.mkdir(parents=True, exist_ok=True)
+        with pytest.MonkeyPatch.context() as patch:
+            for name, value in KEYS.items():
+                patch.setenv(name, value)
+            settings = AgentSettings(
+                card=CardSettings(name="two-callers"),
+                server=ServerSettings(port=free_port()),
+                backend=OpenCodeSettings(
+                    binary=opencode_binary,
+                    workdir=state / "workspace",
+                    model=f"offline/{MODEL_ID}",
+                    provider=ModelProvider(id="offline", base_url=offline_model.base_url, models=[MODEL_ID]),
+                ),
+                state_dir=state,
+                auto_approve=True,
+                auth=PEOPLE,
             )
-            task = hers[0]["task"]
-            notes = bash_params(f"echo {found.notes_secret} > alice-notes.txt", task["contextId"], "take notes")
-            assert final_state(await stream(alice, served.jsonrpc, notes)) == "TASK_STATE_COMPLETED"
-            shutil.copy(SCRIPT, served.workdir / "look.py")
-            his = await stream(bob, served.jsonrpc, bash_params("python3 look.py bob-found", description="look"))
-            assert final_state(his) == "TASK_STATE_COMPLETED", his[-1]
-            found.her_notes = (served.workdir / "alice-notes.txt").read_text()
-            await _bob_asks(bob, served, task, found)
-            history = await rpc(alice, served.jsonrpc, "GetTask", {"id": task["id"], "historyLength": 100})
-            found.her_history = str(history)
-            found.her_state = str(history.get("result", {}).get("status", {}).get("state"))
-            later = await stream(alice, served.jsonrpc, {"message": user_message("what did I say?", task["contextId"])})
-            found.her_history += str(later)
-            bobs = served.workdir / "bob-found"
-            for place in ("workspace.txt", "api.txt"):
-                found.got[f"tool-{place[:-4]}"] = (bobs / place).read_text(errors="replace")
-            found.got["tool-storage"] = "\n".join(
-                p.read_bytes().decode(errors="replace") for p in (bobs / "storage").rglob("*") if p.is_file()
-            )
-    yield found
+            async with (
+                httpx.AsyncClient(timeout=120, headers=bearer(KEYS["RT_ALICE_KEY"])) as alice,
+                httpx.AsyncClient(timeout=120, headers=bearer(KEYS["RT_BOB_KEY"])) as bob,
+                serving(settings, offline_model) as served,
+            ):
+                hers = await stream(
+                    alice, served.jsonrpc, {"message": user_message(f"Keep this between us: {found.secret}")}
+                )
+                task = hers[0]["task"]
+                notes = bash_params(f"echo {found.notes_secret} > alice-notes.txt", task["contextId"], "take notes")
+                assert final_state(await stream(alice, served.jsonrpc, notes)) == "TASK_STATE_COMPLETED"
+                shutil.copy(SCRIPT, served.workdir / "look.py")
+                his = await stream(bob, served.jsonrpc, bash_params("python3 look.py bob-found", description="look"))
+                assert final_state(his) == "TASK_STATE_COMPLETED", his[-1]
+                found.her_notes = (served.workdir / "alice-notes.txt").read_text()
+                await _bob_asks(bob, served, task, found)
+                history = await rpc(alice, served.jsonrpc, "GetTask", {"id": task["id"], "historyLength": 100})
+                found.her_history = str(history)
+                found.her_state = str(history.get("result", {}).get("status", {}).get("state"))
+                later = await stream(
+                    alice, served.jsonrpc, {"message": user_message("what did I say?", task["contextId"])}
+                )
+                found.her_history += str(later)
+                bobs = served.workdir / "bob-found"
+                for place in ("workspace.txt", "api.txt"):
+                    found.got[f"tool-{place[:-4]}"] = (bobs / place).read_text(errors="replace")
+                found.got["tool-storage"] = "\n".join(
+                    p.read_bytes().decode(errors="replace") for p in (bobs / "storage").rglob("*") if p.is_file()
+                )
+        yield found
 
 
 SHARED_WORKSPACE = (

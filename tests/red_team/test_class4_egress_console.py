@@ -32,6 +32,7 @@ from tests.helpers.listener import listener, through
 pytestmark = pytest.mark.slow
 
 ALLOW_EVERY_HOST = ShieldConfig.model_validate({"defaults": {"network": "allow"}})
+FULLWIDTH = "".join(chr(ord(letter) + 0xFEE0) for letter in "localhost")  # `localhost` in fullwidth letters
 HOSTNAME = socket.gethostname()  # /etc/hosts may map it to 127.0.0.1, or it resolves to this machine's address
 
 # Request heads past the ones tests/test_egress_addresses.py tries: PORT is the listener's.
@@ -45,7 +46,7 @@ HEADS = [
     "CONNECT [::1%lo]:PORT HTTP/1.1",  # a zone index
     "CONNECT 0177.0.0.01:PORT HTTP/1.1",  # octal and a leading zero
     "CONNECT 127.0.0.1:0PORT HTTP/1.1",  # a port with a leading zero
-    "CONNECT ｌｏｃａｌｈｏｓｔ:PORT HTTP/1.1",  # fullwidth letters, which IDNA folds to ASCII
+    f"CONNECT {FULLWIDTH}:PORT HTTP/1.1",  # fullwidth letters, which IDNA folds to ASCII
     "GET http://x@127.0.0.1:PORT/ HTTP/1.1",  # userinfo in a proxied URL
     "GET http://example.com\\@127.0.0.1:PORT/ HTTP/1.1",  # the backslash parsers disagree on
     "GET http://127.0.0.1:PORT#@example.com/ HTTP/1.1",
@@ -87,7 +88,7 @@ WEBHOOKS = [
     "http://[::ffff:7f00:1]:PORT/",
     "http://2130706433:PORT/",
     "http://0x7f.1:PORT/",
-    "http://ｌｏｃａｌｈｏｓｔ:PORT/",
+    f"http://{FULLWIDTH}:PORT/",
     "http://127.0.0.1\\@example.com:PORT/",
     "http://[::1%25lo]:PORT/",
 ]

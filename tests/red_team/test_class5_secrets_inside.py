@@ -21,6 +21,7 @@ from pydantic import SecretStr
 from a2a_wrapper.backends.opencode.launch import free_port
 from a2a_wrapper.config.backends import ModelProvider
 from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSettings
+from a2a_wrapper.offline_model import OfflineModel
 from tests.conftest import serving
 from tests.helpers.a2a_wire import final_state, stream
 from tests.helpers.behaviour import BACKENDS
@@ -50,32 +51,33 @@ def forms(secret: str) -> list[str]:
 
 
 @pytest.fixture(scope="module", params=["opencode", "copilot"])
-async def found(request, offline_model, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple[str, Path]]:  # type: ignore[no-untyped-def]
-    backend = next(b for b in BACKENDS if b.name == request.param)
-    tmp = tmp_path_factory.mktemp(f"secrets-{backend.name}")
-    workdir = tmp / "state" / "workspace"
-    workdir.mkdir(parents=True)
-    shutil.copy(SCRIPT, workdir / "look.py")
-    state = tmp / "state"
-    section = backend.section(offline_model, workdir, state)
-    provider = section["provider"]
-    if isinstance(provider, ModelProvider):
-        section["provider"] = provider.model_copy(update={"api_key": SecretStr(KEY)})
-    else:
-        section["provider"] = {**provider, "api_key": KEY}
-    if backend.name == "copilot":
-        section["github_token"] = TOKEN
-    settings = AgentSettings(
-        card=CardSettings(name=f"secrets-{backend.name}"),
-        server=ServerSettings(port=free_port()),
-        backend=section,
-        state_dir=state,
-        auto_approve=True,
-    )
-    async with httpx.AsyncClient(timeout=120) as http, serving(settings, offline_model) as served:
-        events = await stream(http, served.jsonrpc, bash_params("python3 look.py rt-found", description="look"))
-        assert final_state(events) == "TASK_STATE_COMPLETED", events[-1]
-    yield backend.name, workdir / "rt-found"
+async def found(request, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple[str, Path]]:  # type: ignore[no-untyped-def]
+    async with OfflineModel() as offline_model:  # the module's own (a session one was torn down between modules)
+        backend = next(b for b in BACKENDS if b.name == request.param)
+        tmp = tmp_path_factory.mktemp(f"secrets-{backend.name}")
+        workdir = tmp / "state" / "workspace"
+        workdir.mkdir(parents=True)
+        shutil.copy(SCRIPT, workdir / "look.py")
+        state = tmp / "state"
+        section = backend.section(offline_model, workdir, state)
+        provider = section["provider"]
+        if isinstance(provider, ModelProvider):
+            section["provider"] = provider.model_copy(update={"api_key": SecretStr(KEY)})
+        else:
+            section["provider"] = {**provider, "api_key": KEY}
+        if backend.name == "copilot":
+            section["github_token"] = TOKEN
+        settings = AgentSettings(
+            card=CardSettings(name=f"secrets-{backend.name}"),
+            server=ServerSettings(port=free_port()),
+            backend=section,
+            state_dir=state,
+            auto_approve=True,
+        )
+        async with httpx.AsyncClient(timeout=120) as http, serving(settings, offline_model) as served:
+            events = await stream(http, served.jsonrpc, bash_params("python3 look.py rt-found", description="look"))
+            assert final_state(events) == "TASK_STATE_COMPLETED", events[-1]
+        yield backend.name, workdir / "rt-found"
 
 
 @pytest.mark.parametrize("place", PLACES)

@@ -17,7 +17,7 @@ import pytest
 from a2a_wrapper.backends.opencode.launch import free_port
 from a2a_wrapper.config.backends import ModelProvider, OpenCodeSettings
 from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSettings
-from a2a_wrapper.offline_model import MODEL_ID
+from a2a_wrapper.offline_model import MODEL_ID, OfflineModel
 from tests.conftest import ServedAgent, serving
 from tests.helpers.a2a_wire import V1
 
@@ -28,7 +28,7 @@ DEEP = 100_000
 
 @pytest.fixture(scope="module")
 async def served(
-    offline_model, opencode_binary, tmp_path_factory: pytest.TempPathFactory
+    opencode_binary, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[ServedAgent]:  # type: ignore[no-untyped-def]
     state = tmp_path_factory.mktemp("dos") / "state"
     settings = AgentSettings(
@@ -44,7 +44,8 @@ async def served(
         auto_approve=True,
     )
     async with serving(settings, offline_model) as agent:
-        yield agent
+    async with OfflineModel() as offline_model:  # the module's own (a session one was torn down between modules)
+            yield agent
 
 
 def rpc(params: bytes) -> bytes:

