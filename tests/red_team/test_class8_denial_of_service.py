@@ -27,24 +27,22 @@ DEEP = 100_000
 
 
 @pytest.fixture(scope="module")
-async def served(
-    opencode_binary, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[ServedAgent]:  # type: ignore[no-untyped-def]
+async def served(opencode_binary, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[ServedAgent]:  # type: ignore[no-untyped-def]
     state = tmp_path_factory.mktemp("dos") / "state"
-    settings = AgentSettings(
-        card=CardSettings(name="dos-target"),
-        server=ServerSettings(port=free_port()),
-        backend=OpenCodeSettings(
-            binary=opencode_binary,
-            workdir=state / "workspace",
-            model=f"offline/{MODEL_ID}",
-            provider=ModelProvider(id="offline", base_url=offline_model.base_url, models=[MODEL_ID]),
-        ),
-        state_dir=state,
-        auto_approve=True,
-    )
-    async with serving(settings, offline_model) as agent:
-    async with OfflineModel() as offline_model:  # the module's own (a session one was torn down between modules)
+    async with OfflineModel() as model:  # the module's own (a session one was torn down between modules)
+        settings = AgentSettings(
+            card=CardSettings(name="dos-target"),
+            server=ServerSettings(port=free_port()),
+            backend=OpenCodeSettings(
+                binary=opencode_binary,
+                workdir=state / "workspace",
+                model=f"offline/{MODEL_ID}",
+                provider=ModelProvider(id="offline", base_url=model.base_url, models=[MODEL_ID]),
+            ),
+            state_dir=state,
+            auto_approve=True,
+        )
+        async with serving(settings, model) as agent:
             yield agent
 
 
