@@ -9,7 +9,6 @@ JSON-RPC call are answered at once.
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from typing import Any
 
 import httpx
 import pytest
