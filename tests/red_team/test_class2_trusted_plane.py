@@ -26,6 +26,7 @@ from a2a_wrapper.state.audit import recent
 from tests.helpers.a2a_wire import final_state, stream, user_message
 from tests.helpers.behaviour import BACKENDS, Harness
 from tests.helpers.copilot_fixtures import COPILOT_CACHE
+from tests.helpers.tenants import sole_backend
 from tests.helpers.tool_messages import bash_params
 
 pytestmark = pytest.mark.slow
@@ -73,7 +74,8 @@ async def opencode_attacked(tmp_path_factory: pytest.TempPathFactory, request) -
         t0 = time.monotonic()
         async with httpx.AsyncClient(timeout=90) as http:
             async with harness.serving(auto_approve=True) as served:
-                folder = next((tmp / "state").rglob("hook.sock")).parent
+                hooks = sole_backend(served.agent).hooks
+                folder = hooks.path.parent  # the sockets the wrapper serves, shown read-only inside
                 seen.sockets_before = _sockets(folder)
                 command = f"python3 attack.py {seen.markers} {seen.forged_id}"
                 events = await _send(http, served.jsonrpc, bash_params(command, description="run a command"))
