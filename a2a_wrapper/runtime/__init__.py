@@ -46,12 +46,14 @@ def make_child(
 ) -> Child:
     """A child process (sandboxed unless the runtime is `process`), or a container running `argv` with `mounts`
     at the same paths and `ports` published. In a sandbox, `mounts` are the backend's own folders (writable)
-    and programs (read-only), and `serve` makes ports inside reachable as the sandbox's Unix sockets."""
+    and programs (read-only), a mount `at` another path is shown read-only there over the backend's own folders,
+    and `serve` makes ports inside reachable as the sandbox's Unix sockets."""
     if isinstance(runtime, SandboxRuntime):
         assert sandbox is not None, "a sandbox runtime runs in the agent's sandbox"
         own = [mount.path for mount in mounts if not mount.read_only]
-        programs = [mount.path for mount in mounts if mount.read_only]
-        wrapped = sandbox.wrap(list(argv), dict(env), own=own, programs=programs, serve=serve)
+        programs = [mount.path for mount in mounts if mount.read_only and mount.at is None]
+        given = [(mount.path, mount.at) for mount in mounts if mount.at is not None]
+        wrapped = sandbox.wrap(list(argv), dict(env), own=own, programs=programs, given=given, serve=serve)
         return ChildProcess(name, wrapped.argv, wrapped.env, cwd, handed_over=wrapped.pass_fds)
     if isinstance(runtime, ProcessRuntime):
         return ChildProcess(name, argv, env, cwd)

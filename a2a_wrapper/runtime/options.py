@@ -20,6 +20,7 @@ class Mount:
 
     path: Path
     read_only: bool = False
+    at: Path | None = None  # where it appears inside, when not at its own path (read-only, over the backend's own)
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ def run_options(spec: ContainerSpec, runtime: DockerRuntime) -> dict[str, Any]:
     volumes = {str(workdir): {"bind": str(workdir), "mode": "rw"}}
     for mount in spec.mounts:
         path = str(mount.path.resolve())
-        volumes[path] = {"bind": path, "mode": "ro" if mount.read_only else "rw"}
+        volumes[path] = {"bind": str(mount.at or path), "mode": "ro" if mount.read_only else "rw"}
     options: dict[str, Any] = {
         "image": runtime.image,
         "entrypoint": spec.argv[:1],  # the image's own entrypoint (if any) is not ours to prefix

@@ -39,6 +39,24 @@ CONTROL_FILES = (
     "**/.husky/**",
     "**/.pre-commit-config.yaml",
     "**/.envrc",
+    # other agents' and editors' hooks, MCP servers and language servers, run when the owner opens the folder
+    "**/.cursor/**",
+    "**/.amazonq/**",
+    "**/.roo/**",
+    "**/.kiro/**",
+    "**/.windsurf/**",
+    "**/.helix/**",
+    "**/.zed/**",
+    "**/.idea/**",
+    "**/.nvim.lua",
+    "**/.nvimrc",
+    "**/.exrc",
+    # hook managers and package managers' settings that name a program to run
+    "**/lefthook.yml",
+    "**/lefthook.yaml",
+    "**/.lefthook.yml",
+    "**/.yarnrc.yml",
+    "**/.npmrc",
 )
 PROTECTED = Rule(
     name="code-outside-tool-calls",

@@ -17,7 +17,7 @@ from a2a_wrapper.backends.kit.isolation import (
     config_folder,
     isolated_env,
     produce_folder,
-    remove_tree,
+    shown_over,
     writable_folders,
 )
 from a2a_wrapper.config.backends import CopilotProvider, CopilotSettings
@@ -55,11 +55,7 @@ class Launch:
     def writable(self) -> list[Path]:
         return [*writable_folders(self.home), self.copilot_home]
 
-    @property
-    def given(self) -> list[tuple[Path, Path]]:
-        """The control entries the wrapper made, each over its place in COPILOT_HOME."""
-        made = config_folder(self.home) / "copilot"
-        return [(made / name, self.copilot_home / name) for name in CONTROL_ENTRIES]
+    given: list[tuple[Path, Path]]  # the control entries the wrapper made, each over its place in COPILOT_HOME
 
 
 def prepare(binary: Path, backend: CopilotSettings, state_dir: Path, base_env: dict[str, str]) -> Launch:
@@ -72,13 +68,12 @@ def prepare(binary: Path, backend: CopilotSettings, state_dir: Path, base_env: d
     copilot_home.mkdir(parents=True, exist_ok=True)
     env = isolated_env(home, base_env) | {"COPILOT_AUTO_UPDATE": "false"} | backend.env
     produce_folder(config_folder(home), {f"copilot/{name}": content for name, content in CONTROL_ENTRIES.items()})
-    for name in CONTROL_ENTRIES:  # whatever a run left there (a link, a folder for a file) is not mounted over
-        remove_tree(copilot_home / name)
+    given = shown_over(config_folder(home) / "copilot", {name: copilot_home / name for name in CONTROL_ENTRIES})
     if backend.provider is not None:
         assert backend.model is not None  # check_credentials
         env |= {"COPILOT_OFFLINE": "true", "COPILOT_PROVIDER_BASE_URL": backend.provider.base_url}
         env |= {"COPILOT_PROVIDER_TYPE": backend.provider.type, "COPILOT_MODEL": backend.model}
-    return Launch(binary=binary, env=env, copilot_home=copilot_home, github_token=token, home=home)
+    return Launch(binary=binary, env=env, copilot_home=copilot_home, github_token=token, home=home, given=given)
 
 
 def github_token(backend: CopilotSettings, base_env: dict[str, str]) -> str | None:

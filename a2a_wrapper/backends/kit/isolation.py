@@ -86,6 +86,15 @@ def produce_folder(folder: Path, files: Files) -> None:
                 file.write(data)
 
 
+def shown_over(made: Path, places: Mapping[str, Path]) -> list[tuple[Path, Path]]:
+    """(source, place) pairs: each `made / name` the wrapper made, to be shown read-only over `places[name]` in the
+    backend's own folders, where the backend would load code or settings from. Whatever a run left at a place (a
+    link, a folder where a file goes) is removed first, so the mount lands on the place itself."""
+    for place in places.values():
+        remove_tree(place)
+    return [(made / name, place) for name, place in places.items()]
+
+
 def remove_tree(path: Path) -> None:
     """`path` gone, whatever it is: a link is unlinked (not followed), a folder removed with what is in it."""
     if path.is_symlink() or path.is_file():

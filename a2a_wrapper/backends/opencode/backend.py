@@ -155,6 +155,7 @@ class OpenCodeBackend:
                 Mount(plan.config, read_only=True),
                 Mount(launch.hook_socket(self._state_dir).parent, read_only=True),
                 *map(Mount, plan.writable),
+                *(Mount(source, read_only=True, at=place) for source, place in plan.given),
             ],
             ports=[plan.port],
             sandbox=self._sandbox,

@@ -9,7 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from a2a_wrapper.backends.kit import mcp
-from a2a_wrapper.backends.kit.isolation import config_folder, isolated_env, produce_folder, writable_folders
+from a2a_wrapper.backends.kit.isolation import (
+    config_folder,
+    isolated_env,
+    produce_folder,
+    shown_over,
+    writable_folders,
+)
 from a2a_wrapper.config.backends import ModelProvider, OpenCodeSettings
 
 READY_LINE = r"listening on (https?://\S+)"
@@ -35,6 +41,10 @@ _OFFLINE_ENV = {
     # No OPENCODE_PURE: it stops every external plugin, the wrapper's tool hook with them. Without it, OpenCode
     # 1.18.33 loads plugins from its own config folder and config, never from the workspace (project config off).
 }
+# Places in OpenCode's own (writable) folders it loads or runs code from: plugins from HOME's `.opencode/` (as from
+# its config folder), and its ripgrep from the cache when none is on the PATH. Each is an empty folder of the
+# wrapper's, shown read-only over it, so nothing a tool puts there runs in OpenCode or in its place.
+CODE_PLACES = {"empty-dot-opencode": "home/.opencode", "empty-bin": "cache/opencode/bin"}
 _PLUGIN_SEED = {
     "package.json": {"dependencies": {"@opencode-ai/plugin": "*"}},
     "package-lock.json": {"lockfileVersion": 3, "packages": {"": {"dependencies": {"@opencode-ai/plugin": "*"}}}},
@@ -48,6 +58,7 @@ class Launch:
     password: str
     port: int
     home: Path  # the backend's own folders (HOME, XDG_*, TMPDIR) live under it
+    given: list[tuple[Path, Path]]  # empty folders of the wrapper's, each over a place OpenCode loads code from
 
     @property
     def writable(self) -> list[Path]:
@@ -81,6 +92,7 @@ def prepare(
     home = home_of(state_dir)
     isolated = isolated_env(home, base_env)
     produce_folder(config_folder(home), config_files())
+    given = shown_over(config_folder(home), {name: home / place for name, place in CODE_PLACES.items()})
     password = secrets.token_urlsafe(24)
     port = free_port()
     env = {
@@ -94,7 +106,7 @@ def prepare(
         HOOK_SOCKET_ENV: str(hook_socket(state_dir)),
     }
     argv = [str(binary), "serve", "--port", str(port), "--hostname", listen_host]
-    return Launch(argv=argv, env=env, password=password, port=port, home=home)
+    return Launch(argv=argv, env=env, password=password, port=port, home=home, given=given)
 
 
 def opencode_config(backend: OpenCodeSettings) -> dict[str, Any]:
@@ -152,7 +164,7 @@ def config_files() -> dict[str, str | None]:
     # OpenCode writes this .gitignore into its config folder where it is missing (a read-only folder then fails
     # every instance's start): written here as OpenCode writes it.
     ignored = "\n".join(["node_modules", "package.json", "bun.lock", ".gitignore"])
-    return files | {
+    return files | dict.fromkeys(CODE_PLACES) | {
         "opencode/.gitignore": ignored,
         "opencode/node_modules": None,
         f"opencode/plugin/{HOOK_PLUGIN}": plugin,
