@@ -18,6 +18,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from a2a_wrapper.config.backends import Backend, OpenCodeSettings
 from a2a_wrapper.config.runtimes import Runtime, SandboxRuntime
+from a2a_wrapper.config.workspace import WorkspaceSettings
 from a2a_wrapper.errors import SENTENCE
 from a2a_wrapper.guard.settings import GuardSettings
 from a2a_wrapper.sections import Section
@@ -258,6 +259,7 @@ class AgentSettings(BaseSettings):
     server: ServerSettings = ServerSettings()
     backend: Backend = OpenCodeSettings()
     runtime: Runtime = SandboxRuntime()
+    workspace: WorkspaceSettings = WorkspaceSettings()
     sessions: SessionSettings = SessionSettings()
     state: StateSettings = StateSettings()
     timeouts: TimeoutSettings = TimeoutSettings()
@@ -318,6 +320,15 @@ class AgentSettings(BaseSettings):
             )
         if self.backend.base_url:
             raise ValueError("runtime.kind: docker starts OpenCode in a container; backend.base_url attaches to one")
+        return self
+
+    @model_validator(mode="after")
+    def _workspace_fits_backend(self) -> "AgentSettings":
+        if self.workspace.mode == "per_task" and getattr(self.backend, "base_url", None):
+            raise ValueError(
+                "workspace.mode: per_task needs a backend the wrapper starts; backend.base_url attaches to one the "
+                "wrapper cannot give a copy of the project to (set workspace.mode: in_place)"
+            )
         return self
 
     @classmethod

@@ -2,7 +2,9 @@
 
 import dataclasses
 import hashlib
+import logging
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from a2a.helpers import new_data_part, new_text_part
@@ -15,9 +17,13 @@ from a2a_wrapper.guard import GuardVerdict
 from a2a_wrapper.guard.turn import TurnGuard
 from a2a_wrapper.permissions.approvals import Pending
 from a2a_wrapper.shield.decision import Decision
+from a2a_wrapper.workspaces import Change, WorkspaceError
+
+log = logging.getLogger(__name__)
 
 META = "a2a-wrapper"  # namespace of this project's metadata keys
 DIFF_MEDIA_TYPE = "text/x-diff"
+PATCH_MEDIA_TYPE = "text/x-patch"
 INJECTION = "text shaped like a prompt injection"
 _STATES = {
     "completed": TaskState.TASK_STATE_COMPLETED,
@@ -43,6 +49,9 @@ class TaskReporter:
         self._thought: list[str] = []
         self._usage = Usage()
         self.metadata: dict[str, Any] = {}
+        # per-task workspace: the context's change so far, reported at the turn's end (workspaces/)
+        self.workspace_change: Callable[[], Awaitable[Change | None]] | None = None
+        self._patch_id = f"patch-{uuid.uuid4().hex[:12]}"
 
     async def accept(self) -> None:
         """The turn waits (for the context's running turn, or for its session): the caller has the task now."""
@@ -119,9 +128,9 @@ class TaskReporter:
         for diff in event.diffs:
             await self._diff_artifact(diff)
 
-    async def _diff_artifact(self, diff: FileDiff) -> None:
+    async def _diff_artifact(self, diff: FileDiff, updater: TaskUpdater | None = None) -> None:
         """One artifact per changed path, replaced as the file changes again."""
-        await self._updater.add_artifact(
+        await (updater or self._updater).add_artifact(
             [new_text_part(self._guard.sentence(diff.diff), media_type=DIFF_MEDIA_TYPE)],
             artifact_id=f"diff-{hashlib.sha256(diff.path.encode()).hexdigest()[:16]}",
             name=f"diff {diff.path}",
@@ -169,8 +178,36 @@ class TaskReporter:
         await self._updater.update_status(TaskState.TASK_STATE_INPUT_REQUIRED, message=message, metadata={META: data})
         self.clock.pause()
 
+    async def workspace(self, updater: TaskUpdater | None = None) -> None:
+        """The context's change against its workspace's start, before the task's last status (on `updater`, a
+        cancel's, when given): a diff per changed file and one git patch of the whole change."""
+        if self.workspace_change is None:
+            return
+        updater = updater or self._updater
+        try:
+            change = await self.workspace_change()
+        except WorkspaceError as exc:
+            log.warning("the workspace's change could not be read: %s", exc)
+            self.metadata["workspace"] = {"error": str(exc)}
+            return
+        if change is None:
+            return
+        for file in change.files:
+            await self._diff_artifact(FileDiff(path=file.path, diff=file.diff), updater)
+        about: dict[str, Any] = {"branch": change.branch} if change.branch else {}
+        if change.left_out:
+            about["leftOut"] = list(change.left_out)  # nested repositories: not read, not in the patch
+        await updater.add_artifact(
+            [new_text_part(self._guard.sentence(change.patch), media_type=PATCH_MEDIA_TYPE)],
+            artifact_id=self._patch_id,
+            name="patch",
+            metadata={META: {"files": [file.path for file in change.files], **about}},
+        )
+        self.metadata["workspace"] = {"changed": len(change.files), **about}
+
     async def finish(self, done: Done) -> None:
         await self._open()  # the task first, should its turn end before it started
+        await self.workspace()
         await self._flush_thought()
         tail, verdict = self._guard.finish()
         self._text.append(tail)

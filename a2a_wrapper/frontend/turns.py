@@ -15,6 +15,7 @@ import time
 from collections import Counter
 from collections.abc import AsyncGenerator, Awaitable
 from dataclasses import dataclass, field
+from functools import partial
 
 from a2a.helpers import new_data_part, new_text_part
 from a2a.server.tasks import TaskUpdater
@@ -31,6 +32,7 @@ from a2a_wrapper.permissions.gate import PermissionGate
 from a2a_wrapper.shield.decision import Decision
 from a2a_wrapper.shield.rules import Approver
 from a2a_wrapper.state.sessions import ContextKey, SessionMap
+from a2a_wrapper.workspaces import WorkspaceError, Workspaces
 
 log = logging.getLogger(__name__)
 
@@ -130,8 +132,10 @@ class Turns:
         locks: ContextLocks,
         turn_timeout: float,
         approvers: tuple[Approver, ...] = ("caller",),
+        workspaces: Workspaces | None = None,
     ) -> None:
         self._backend = backend
+        self._workspaces = workspaces  # per-task workspaces: each turn's end reports its context's change
         self._sessions = sessions
         self._gate = gate
         self._locks = locks
@@ -234,12 +238,14 @@ class Turns:
             live.answered = claim
         return earlier
 
-    async def cancel(self, task_id: str) -> None:
+    async def cancel(self, task_id: str, updater: TaskUpdater | None = None) -> None:
         """A paused turn is rejected and aborted; a running one is marked, and aborted by `stop` once its canceled
-        status is queued (or when a2a-sdk cancels its request first). Nothing more of it is reported."""
+        status is queued (or when a2a-sdk cancels its request first). Nothing more of it is reported but its
+        workspace's change, on the cancel's `updater`."""
         live = self._live.get(task_id)
         if live is None:
             return
+        await live.reporter.workspace(updater)
         if live.pending is not None:
             self._end(live)
             await _reject(live, CANCELED)
@@ -282,13 +288,15 @@ class Turns:
         """Opens the context's session and prepares the turn (the prompt goes out on its first step)."""
         try:
             opened = await self._sessions.session_for(scope.key)
-        except BackendError as exc:
+        except (BackendError, WorkspaceError) as exc:
             await reporter.finish(Done(outcome="failed", sentence=f"The backend could not run the turn: {exc}"))
             self._locks.release(scope.key)
             return None
         reporter.metadata.update({"session": opened.id, "sessionRecreated": opened.recreated})
+        if self._workspaces is not None and opened.directory is not None:
+            reporter.workspace_change = partial(self._workspaces.change, scope.key)
         await reporter.working()
-        turn = self._backend.turn(Session(id=opened.id, created=opened.created), prompt)
+        turn = self._backend.turn(Session(opened.id, opened.created, opened.directory), prompt)
         live = LiveTurn(turn, events_of(turn), reporter, scope, prompt, self._turn_timeout)
         self._live[scope.task_id] = live
         self._drained.clear()
@@ -320,7 +328,7 @@ class Turns:
         self._sessions.forget(live.key)
         opened = await self._sessions.session_for(live.key)
         live.reporter.metadata.update({"session": opened.id, "sessionRecreated": opened.recreated})
-        live.turn = self._backend.turn(Session(id=opened.id, created=opened.created), live.prompt)
+        live.turn = self._backend.turn(Session(opened.id, opened.created, opened.directory), live.prompt)
         live.events = events_of(live.turn)
         live.reopened = True
 

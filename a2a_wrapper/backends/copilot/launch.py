@@ -104,10 +104,12 @@ def session_id_for(context_key: str) -> str:
     return str(uuid.uuid5(_SESSION_NAMESPACE, context_key))
 
 
-def session_options(backend: CopilotSettings) -> dict[str, Any]:
-    """Keyword arguments for both create_session and resume_session (the provider is not kept by the CLI)."""
+def session_options(backend: CopilotSettings, directory: Path | None = None) -> dict[str, Any]:
+    """Keyword arguments for both create_session and resume_session (the provider is not kept by the CLI); the
+    session works in `directory` (its own workspace) when given, else in the workdir."""
     # No hooks from the workspace's `.github/hooks/`: the CLI would run their commands itself, outside any tool call.
-    options: dict[str, Any] = {"streaming": True, "working_directory": str(backend.workdir), "enable_file_hooks": False}
+    workdir = str(directory or backend.workdir)
+    options: dict[str, Any] = {"streaming": True, "working_directory": workdir, "enable_file_hooks": False}
     if backend.model:
         options["model"] = backend.model
     if backend.provider is not None:
