@@ -15,8 +15,8 @@ A = ContextKey("alice", "ctx-a")
 B = ContextKey("alice", "ctx-b")
 
 
-def run(*argv: str, cwd: Path) -> str:
-    return subprocess.run(argv, cwd=cwd, check=True, capture_output=True, text=True).stdout
+def run(*argv: str, cwd: Path, stdin: str | None = None) -> str:
+    return subprocess.run(argv, cwd=cwd, check=True, capture_output=True, text=True, input=stdin).stdout
 
 
 def git_source(folder: Path) -> Path:
@@ -49,7 +49,7 @@ def plant(copy: Path, marker: Path) -> None:
     command = f"touch {marker}"
     with (copy / ".git" / "config").open("a") as config:
         config.write(
-            f'[core]\n\tfsmonitor = {command}\n[diff]\n\texternal = {command}\n'
+            f"[core]\n\tfsmonitor = {command}\n[diff]\n\texternal = {command}\n"
             f'[filter "evil"]\n\tclean = {command}\n\tsmudge = {command}\n\tprocess = {command}\n'
             f'[diff "evil"]\n\ttextconv = {command}\n\tcommand = {command}\n'
         )
@@ -86,7 +86,7 @@ async def test_each_context_has_its_own_copy_and_the_source_is_untouched(tmp_pat
     assert snapshot(source) == before
     fresh = tmp_path / "fresh"
     run("git", "clone", "-q", str(source), str(fresh), cwd=tmp_path)
-    subprocess.run(["git", "apply", "--check"], input=change.patch, text=True, cwd=fresh, check=True)
+    run("git", "apply", "--check", cwd=fresh, stdin=change.patch)
     assert await spaces.open(A) == copy_a and (copy_a / "new.txt").exists()  # found again, not made anew
 
 
@@ -120,7 +120,7 @@ async def test_a_plain_copy_keeps_links_as_links_and_skips_special_files(tmp_pat
     source.mkdir()
     (source / "a.txt").write_text("a\n")
     (source / "out").symlink_to("/etc/hostname")
-    subprocess.run(["mkfifo", str(source / "pipe")], check=True)
+    run("mkfifo", "pipe", cwd=source)
     spaces = workspaces(tmp_path, source)
     copy = await spaces.open(A)
     assert (copy / "out").is_symlink() and not (copy / "pipe").exists()

@@ -93,13 +93,13 @@ class Baseline:
         start = self.start()
         left_out = await self._add()
         now = await self._git("--git-dir", str(self.repo), "write-tree")
-        repo = ["--git-dir", str(self.repo)]
-        patch = await self._git(*repo, "diff", "--cached", "--no-ext-diff", "--no-textconv", "--binary", "--full-index", start.tree, strip=False)
-        names = await self._git(*repo, "diff", "--cached", "--name-only", "-z", start.tree, strip=False)
+        diff = ["--git-dir", str(self.repo), "diff", "--cached", "--no-ext-diff", "--no-textconv"]
+        patch = await self._git(*diff, "--binary", "--full-index", start.tree, strip=False)
+        names = await self._git(*diff, "--name-only", "-z", start.tree, strip=False)
         files = []
         for path in [name for name in names.split("\0") if name][:MAX_FILE_DIFFS]:
-            diff = await self._git(*repo, "diff", "--cached", "--no-ext-diff", "--no-textconv", start.tree, "--", f":(literal){path}", strip=False)
-            files.append(FileChange(path, diff))
+            text = await self._git(*diff, start.tree, "--", f":(literal){path}", strip=False)
+            files.append(FileChange(path, text))
         return start, now, Change(patch, tuple(files), left_out=left_out)
 
     async def commit(self, tree: str, parent: str, message: str) -> str:

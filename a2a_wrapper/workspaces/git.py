@@ -2,7 +2,7 @@
 
 Every call: no system or global config (GIT_CONFIG_NOSYSTEM, GIT_CONFIG_GLOBAL=/dev/null, an empty HOME), no
 GIT_* variable of the wrapper's environment, and on the command line (which beats any config file) hooks off
-(core.hooksPath=/dev/null), no fsmonitor, no untracked cache; diffs are asked with --no-ext-diff --no-textconv. The commands
+(core.hooksPath=/dev/null), no fsmonitor, no untracked cache; diffs asked with --no-ext-diff --no-textconv. The commands
 that read an agent's files (`add`, `diff`) run on a repository the wrapper owns (`--git-dir`, outside the sandbox)
 with the agent's copy only as its work tree: the copy's `.git` (its config, hooks, `commondir`) is never read.
 A `.gitattributes` there may name a filter or diff driver, but a driver is defined only in config, which the
