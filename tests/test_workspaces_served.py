@@ -119,15 +119,16 @@ async def test_a_restart_resumes_the_copy_and_expiry_removes_it(harness: Harness
         events = await stream(http, served.jsonrpc, bash_params("echo kept > kept.txt", context, "write"))
         assert final_state(events) == "TASK_STATE_COMPLETED"
     [copy] = [p.parent for p in (harness.tmp_path / "state" / COPIES).rglob("kept.txt")]
-    sessions = SessionSettings(ttl=2)
+    sessions = SessionSettings(ttl=8)
     async with harness.serving(auto_approve=True, workspace=workspace, sessions=sessions) as served:
         events = await stream(http, served.jsonrpc, bash_params("cat kept.txt > again.txt", context, "read"))
         assert final_state(events) == "TASK_STATE_COMPLETED"
         assert (copy / "again.txt").read_text() == "kept\n", "the resumed context works in the same copy"
         [patch] = artifacts(events, "patch")
         assert "kept.txt" in patch["parts"][0]["text"], "the change is counted from the copy's start"
-        assert await served.agent.sessions.expire() == 0  # not idle yet
-        await asyncio.sleep(3)  # past the TTL
-        assert await served.agent.sessions.expire() == 1
+        for _ in range(60):  # the agent's own sweep ends the idle session (every ttl/4) within ttl + a sweep
+            if not copy.exists():
+                break
+            await asyncio.sleep(0.5)
         assert not copy.exists() and not any((harness.tmp_path / "state" / BASELINES).rglob("start.json"))
 
