@@ -131,4 +131,3 @@ async def test_a_restart_resumes_the_copy_and_expiry_removes_it(harness: Harness
                 break
             await asyncio.sleep(0.5)
         assert not copy.exists() and not any((harness.tmp_path / "state" / BASELINES).rglob("start.json"))
-

@@ -324,7 +324,11 @@ class AgentSettings(BaseSettings):
 
     @model_validator(mode="after")
     def _workspace_fits_backend(self) -> "AgentSettings":
-        if self.workspace.mode == "per_task" and getattr(self.backend, "base_url", None):
+        if self.workspace.mode != "per_task" or not getattr(self.backend, "base_url", None):
+            return self
+        if "mode" not in self.workspace.model_fields_set:  # the default: an attached backend works in place
+            self.workspace = self.workspace.model_copy(update={"mode": "in_place"})
+        else:
             raise ValueError(
                 "workspace.mode: per_task needs a backend the wrapper starts; backend.base_url attaches to one the "
                 "wrapper cannot give a copy of the project to (set workspace.mode: in_place)"

@@ -5,6 +5,7 @@ import hashlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
+from pathlib import Path, PurePath
 from typing import Any
 
 from a2a.helpers import new_data_part, new_text_part
@@ -51,6 +52,7 @@ class TaskReporter:
         self.metadata: dict[str, Any] = {}
         # per-task workspace: the context's change so far, reported at the turn's end (workspaces/)
         self.workspace_change: Callable[[], Awaitable[Change | None]] | None = None
+        self.workspace_folder: Path | None = None  # the copy: a tool's path in it is named as the change names it
         self._patch_id = f"patch-{uuid.uuid4().hex[:12]}"
 
     async def accept(self) -> None:
@@ -129,7 +131,10 @@ class TaskReporter:
             await self._diff_artifact(diff)
 
     async def _diff_artifact(self, diff: FileDiff, updater: TaskUpdater | None = None) -> None:
-        """One artifact per changed path, replaced as the file changes again."""
+        """One artifact per changed path, replaced as the file changes again (the turn's end replaces a tool's diff
+        of a workspace's file with its diff against the workspace's start: the same path names both)."""
+        if self.workspace_folder is not None and PurePath(diff.path).is_relative_to(self.workspace_folder):
+            diff = FileDiff(path=str(PurePath(diff.path).relative_to(self.workspace_folder)), diff=diff.diff)
         await (updater or self._updater).add_artifact(
             [new_text_part(self._guard.sentence(diff.diff), media_type=DIFF_MEDIA_TYPE)],
             artifact_id=f"diff-{hashlib.sha256(diff.path.encode()).hexdigest()[:16]}",

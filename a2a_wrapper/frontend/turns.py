@@ -295,6 +295,7 @@ class Turns:
         reporter.metadata.update({"session": opened.id, "sessionRecreated": opened.recreated})
         if self._workspaces is not None and opened.directory is not None:
             reporter.workspace_change = partial(self._workspaces.change, scope.key)
+            reporter.workspace_folder = opened.directory
         await reporter.working()
         turn = self._backend.turn(Session(opened.id, opened.created, opened.directory), prompt)
         live = LiveTurn(turn, events_of(turn), reporter, scope, prompt, self._turn_timeout)

@@ -81,10 +81,9 @@ class Workspaces:
         if baseline.exists and baseline.copy.is_dir():
             return baseline.copy
         lock = self._making.setdefault(key, asyncio.Lock())
-        async with lock:
+        async with lock:  # one context's turns come one at a time; a lock all the same, never two copies at once
             if not (baseline.exists and baseline.copy.is_dir()):
                 await self._make(baseline)
-        self._making.pop(key, None)
         return baseline.copy
 
     async def _make(self, baseline: Baseline) -> None:
@@ -120,6 +119,7 @@ class Workspaces:
     async def remove(self, key: ContextKey) -> None:
         """The context's session ended: its copy and starting point go."""
         baseline = self._baseline(key)
+        self._making.pop(key, None)
         await asyncio.to_thread(_remove, baseline.copy, baseline.folder)
         log.info("removed workspace %s", baseline.copy)
 
