@@ -4,6 +4,7 @@ source, what an agent plants in its copy's `.git` runs nothing when the wrapper 
 the context's copy again, and an expired session's copy is gone."""
 
 import asyncio
+import dataclasses
 import subprocess
 import uuid
 from pathlib import Path
@@ -14,10 +15,11 @@ import pytest
 
 from a2a_wrapper.config.settings import SessionSettings
 from a2a_wrapper.config.workspace import WorkspaceSettings
+from a2a_wrapper.shield.rules import ShieldConfig
 from a2a_wrapper.workspaces.folders import BASELINES, COPIES
-from tests.helpers.a2a_wire import final_state, stream
-from tests.helpers.behaviour import BACKENDS, Harness
-from tests.helpers.tool_messages import bash_params
+from tests.helpers.a2a_wire import final_state, rpc, stream
+from tests.helpers.behaviour import BACKENDS, BackendUnderTest, Harness
+from tests.helpers.tool_messages import answer_params, bash_params
 
 pytestmark = pytest.mark.slow
 
@@ -131,3 +133,42 @@ async def test_a_restart_resumes_the_copy_and_expiry_removes_it(harness: Harness
                 break
             await asyncio.sleep(0.5)
         assert not copy.exists() and not any((harness.tmp_path / "state" / BASELINES).rglob("start.json"))
+
+
+async def test_a_canceled_task_carries_the_change_too(harness: Harness, http: httpx.AsyncClient) -> None:
+    source = project(harness.tmp_path / "project")
+    workspace = WorkspaceSettings(mode="per_task", source=source)
+    async with harness.serving(shield=ShieldConfig(), workspace=workspace) as served:
+        asked = await stream(http, served.jsonrpc, bash_params("echo done > first.txt", description="write"))
+        assert final_state(asked) == "TASK_STATE_INPUT_REQUIRED"
+        done = await stream(http, served.jsonrpc, answer_params(asked[0]["task"], "yes"))
+        assert final_state(done) == "TASK_STATE_COMPLETED"
+        context = asked[0]["task"]["contextId"]
+        waiting = await stream(http, served.jsonrpc, bash_params("touch never.txt", context, "write"))
+        assert final_state(waiting) == "TASK_STATE_INPUT_REQUIRED"
+        canceled = await rpc(http, served.jsonrpc, "CancelTask", {"id": waiting[0]["task"]["id"]})
+    task = canceled["result"]
+    assert task["status"]["state"] == "TASK_STATE_CANCELED"
+    [patch] = [artifact for artifact in task["artifacts"] if artifact["name"] == "patch"]
+    assert "+done" in patch["parts"][0]["text"] and "never.txt" not in patch["parts"][0]["text"]
+    assert "diff first.txt" in {artifact["name"] for artifact in task["artifacts"]}
+
+
+@pytest.mark.parametrize("backend", BACKENDS[1:], ids=lambda backend: backend.name)
+async def test_every_backend_works_in_the_context_copy(
+    backend: BackendUnderTest, harness: Harness, http: httpx.AsyncClient
+) -> None:
+    harness = dataclasses.replace(harness, backend=backend)
+    source = project(harness.tmp_path / "project")
+    before = tree(source)
+    workspace = WorkspaceSettings(mode="per_task", source=source)
+    async with harness.serving(auto_approve=True, workspace=workspace) as served:
+        command = f"pwd > where.txt; ls {source} > seen.txt 2>&1; echo more >> notes.txt"
+        events = await stream(http, served.jsonrpc, bash_params(command, description="edit"))
+        assert final_state(events) == "TASK_STATE_COMPLETED"
+    [where] = (harness.tmp_path / "state" / COPIES).rglob("where.txt")
+    assert where.read_text().strip() == str(where.parent), "the backend's session works in the copy"
+    assert "No such file" in (where.parent / "seen.txt").read_text()
+    assert tree(source) == before
+    [patch] = artifacts(events, "patch")
+    assert "+more" in patch["parts"][0]["text"]
