@@ -1,7 +1,6 @@
 """Per-task workspaces, without a backend: the copy, the change as diffs and a patch, the branch, and an agent's
 planted git configuration, hooks, filters and `commondir`, none of which the wrapper runs."""
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -10,27 +9,14 @@ from a2a_wrapper.config.settings import AgentSettings, CardSettings
 from a2a_wrapper.config.workspace import WorkspaceSettings
 from a2a_wrapper.state.sessions import ContextKey
 from a2a_wrapper.workspaces import Workspaces, served_settings
+from tests.helpers.projects import git_project, run, tree
 
 A = ContextKey("alice", "ctx-a")
 B = ContextKey("alice", "ctx-b")
 
 
-def run(*argv: str, cwd: Path, stdin: str | None = None) -> str:
-    return subprocess.run(argv, cwd=cwd, check=True, capture_output=True, text=True, input=stdin).stdout
-
-
 def git_source(folder: Path) -> Path:
-    folder.mkdir()
-    run("git", "init", "-q", "-b", "main", cwd=folder)
-    (folder / "app.py").write_text("print('one')\n")
-    (folder / "data.bin").write_bytes(bytes(range(256)))
-    run("git", "add", "-A", cwd=folder)
-    run("git", "-c", "user.name=o", "-c", "user.email=o@x", "commit", "-qm", "start", cwd=folder)
-    return folder
-
-
-def snapshot(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return git_project(folder, {"app.py": b"print('one')\n", "data.bin": bytes(range(256))})
 
 
 def workspaces(tmp_path: Path, source: Path, **workspace: object) -> Workspaces:
@@ -72,7 +58,7 @@ def plant(copy: Path, marker: Path) -> None:
 
 async def test_each_context_has_its_own_copy_and_the_source_is_untouched(tmp_path: Path) -> None:
     source = git_source(tmp_path / "project")
-    before = snapshot(source)
+    before = tree(source)
     spaces = workspaces(tmp_path, source)
     copy_a, copy_b = await spaces.open(A), await spaces.open(B)
     assert copy_a != copy_b and (copy_a / ".git").is_dir()
@@ -83,7 +69,7 @@ async def test_each_context_has_its_own_copy_and_the_source_is_untouched(tmp_pat
     assert change is not None and sorted(f.path for f in change.files) == ["app.py", "new.txt"]
     assert "+print('two')" in next(f.diff for f in change.files if f.path == "app.py")
     assert await spaces.change(B) == type(change)("", ())
-    assert snapshot(source) == before
+    assert tree(source) == before
     fresh = tmp_path / "fresh"
     run("git", "clone", "-q", str(source), str(fresh), cwd=tmp_path)
     run("git", "apply", "--check", cwd=fresh, stdin=change.patch)
@@ -92,7 +78,7 @@ async def test_each_context_has_its_own_copy_and_the_source_is_untouched(tmp_pat
 
 async def test_planted_configuration_runs_nothing_and_the_patch_still_comes(tmp_path: Path) -> None:
     source = git_source(tmp_path / "project")
-    git_before = snapshot(source / ".git")
+    git_before = tree(source / ".git")
     marker = tmp_path / "ran"
     spaces = workspaces(tmp_path, source, branch="a2a/")
     copy = await spaces.open(A)
@@ -106,7 +92,7 @@ async def test_planted_configuration_runs_nothing_and_the_patch_still_comes(tmp_
     assert "app.py" in branch_files and ".gitattributes" in branch_files
     assert run("git", "show", f"{change.branch}:app.py", cwd=source) == "print('changed')\n"
     assert not marker.exists()
-    git_after = snapshot(source / ".git")
+    git_after = tree(source / ".git")
     new = {path for path in git_after if path not in git_before}
     assert all(path.startswith(("objects/", "refs/heads/a2a/", "logs/")) for path in new), new
     assert {path: git_after[path] for path in git_before if not path.startswith("logs/")} == {

@@ -5,7 +5,6 @@ the context's copy again, and an expired session's copy is gone."""
 
 import asyncio
 import dataclasses
-import subprocess
 import uuid
 from pathlib import Path
 from typing import Any
@@ -19,26 +18,14 @@ from a2a_wrapper.shield.rules import ShieldConfig
 from a2a_wrapper.workspaces.folders import BASELINES, COPIES
 from tests.helpers.a2a_wire import final_state, rpc, stream
 from tests.helpers.behaviour import BACKENDS, BackendUnderTest, Harness
+from tests.helpers.projects import git_project, run, tree
 from tests.helpers.tool_messages import answer_params, bash_params
 
 pytestmark = pytest.mark.slow
 
 
-def run(*argv: str, cwd: Path, stdin: str | None = None) -> str:
-    return subprocess.run(argv, cwd=cwd, check=True, capture_output=True, text=True, input=stdin).stdout
-
-
 def project(folder: Path) -> Path:
-    folder.mkdir()
-    run("git", "init", "-q", "-b", "main", cwd=folder)
-    (folder / "notes.txt").write_text("original\n")
-    run("git", "add", "-A", cwd=folder)
-    run("git", "-c", "user.name=o", "-c", "user.email=o@x", "commit", "-qm", "start", cwd=folder)
-    return folder
-
-
-def tree(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    return git_project(folder, {"notes.txt": b"original\n"})
 
 
 def artifacts(events: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
