@@ -39,6 +39,7 @@ from a2a_wrapper.permissions.policy import Policy, build_policy
 from a2a_wrapper.ports import bind_port
 from a2a_wrapper.push import push_service
 from a2a_wrapper.sandbox import Sandbox, describe_runtime
+from a2a_wrapper.sandbox.control_watch import ControlWatch
 from a2a_wrapper.shield.decision import PermissionPolicy
 from a2a_wrapper.state.audit import AuditLog
 from a2a_wrapper.state.context_rules import ContextRules
@@ -122,7 +123,8 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         context_rules = ContextRules(engine)
         await context_rules.initialize()
         gate = PermissionGate(policy, context_rules, audit, metrics.decided, settings.card.name)
-        turns = Turns(backend, sessions, gate, locks, settings.timeouts.turn, settings.approvers, workspaces)
+        watch = control_watch(settings, audit) if workspaces is None else None  # in place only: see docs
+        turns = Turns(backend, sessions, gate, locks, settings.timeouts.turn, settings.approvers, watch, workspaces)
         metrics.watch(backend, sessions, turns.waiting)
         card = build_card(with_grpc_port(settings, grpc_server))  # gRPC port 0: the free one bound
         # Stops after the handler; pushes at once the ends the last run owed (recovery has failed its lost turns).
@@ -253,6 +255,14 @@ async def agent_sandbox(
         yield sandbox
     finally:
         await sandbox.stop()
+
+
+def control_watch(settings: AgentSettings, audit: AuditLog) -> ControlWatch | None:
+    """The workspace's control files checked after each turn: the agent works in place, in its owner's folder.
+    None for an OpenCode the wrapper did not start (its workspace is where that server runs)."""
+    if getattr(settings.backend, "base_url", None):
+        return None
+    return ControlWatch(settings.backend.workdir.resolve(), settings.card.name, audit)
 
 
 def hosts_policy(policy: Policy) -> PermissionPolicy | None:

@@ -293,8 +293,8 @@ def model(port: int, host: str) -> None:
 
 
 OPERATOR_HELP = (
-    "Someone who signs in to the console at /console with the key in ENV_VAR (repeatable; none: the console "
-    "answers this machine only, without sign-in)."
+    "Someone who signs in to the console at /console with the key in ENV_VAR (repeatable; none: a one-time "
+    "sign-in link is printed)."
 )
 
 
@@ -435,7 +435,7 @@ def fleet(paths: tuple[Path, ...], host: str | None, port: int | None, log_level
         loaded = load_fleet(list(paths), registry)
     except WrapperError as exc:
         raise click.ClickException(str(exc)) from exc
-    _run(run_fleet(loaded))
+    _run(run_fleet(loaded, click.echo))
 
 
 @main.command()
@@ -466,7 +466,7 @@ def registry(urls: tuple[str, ...], host: str, port: int, health_interval: float
         settings = RegistrySettings(host=host, port=port, health_interval=health_interval, operators=people)
     except ValidationError as exc:
         raise click.ClickException(describe_errors(exc, lambda _key: "--operator")) from exc
-    _run(run_registry([RemoteSpec(url.rstrip("/")) for url in urls], settings))
+    _run(run_registry([RemoteSpec(url.rstrip("/")) for url in urls], settings, click.echo))
 
 
 @main.group()

@@ -1,24 +1,33 @@
 """Connections that cannot hold the server: raw sockets against uvicorn served as the agent is (its own config).
 
-Silent, trickling and idle connections are closed at their deadline; connections past the cap get 503; a long
-response stream is never cut by any of these. The fast ones serve a two-line app; the slow ones a real agent.
+Silent, trickling and idle connections are closed at their deadline; connections past a peer's cap or the whole
+get 503 or are closed at once, and one peer's flood leaves the others served; a long response stream is never cut
+by any of these. The fast ones serve a two-line app; the slow ones a real agent. Peers are told apart by their
+source address: all of 127/8 is loopback on Linux, so 127.0.0.2 is another peer than 127.0.0.1.
 """
 
 import asyncio
 import json
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import yaml
+from pydantic import ValidationError
 from starlette.types import Receive, Scope, Send
 
 from a2a_wrapper.backends.opencode.launch import free_port
 from a2a_wrapper.config.settings import ServerSettings
+from a2a_wrapper.frontend.edge.admission import REFUSALS_PER_PEER, Admission, peer_of
 from a2a_wrapper.offline_model import OfflineModel
 from tests.conftest import SettingsFactory, serving
-from tests.helpers.a2a_wire import answer_text, send, stream, user_message
+from tests.helpers.a2a_wire import answer_text, send, stream, task_answer, user_message
+from tests.helpers.auth import AUTH, KEYS, ORCHESTRATOR_KEY, bearer
+from tests.helpers.serve_process import serve_config, start_serve, wait_healthy
 from tests.helpers.served_app import served_app
 
 Connection = tuple[asyncio.StreamReader, asyncio.StreamWriter]
@@ -40,8 +49,8 @@ async def server(**limits: Any) -> AsyncIterator[ServerSettings]:
 
 
 @asynccontextmanager
-async def connected(settings: ServerSettings) -> AsyncIterator[Connection]:
-    reader, writer = await asyncio.open_connection(settings.host, settings.port)
+async def connected(settings: ServerSettings, source: str = "127.0.0.1") -> AsyncIterator[Connection]:
+    reader, writer = await asyncio.open_connection(settings.host, settings.port, local_addr=(source, 0))
     try:
         yield reader, writer
     finally:
@@ -143,7 +152,7 @@ async def test_a_body_nobody_reads_must_still_arrive_by_the_body_deadline() -> N
 async def test_connections_past_the_cap_get_503_until_one_closes() -> None:
     close = b"GET / HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n"
     over = b"POST /a2a/rest/message:send HTTP/1.1\r\nHost: test\r\nContent-Length: 2\r\n\r\n{}"
-    async with asyncio.timeout(10), server(max_connections=3) as settings:
+    async with asyncio.timeout(10), server(max_connections=3, max_connections_per_peer=3) as settings:
         held = [await asyncio.open_connection(settings.host, settings.port) for _ in range(3)]
         try:
             for connection in held:
@@ -166,7 +175,7 @@ async def test_connections_past_the_cap_get_503_until_one_closes() -> None:
     error = json.loads(rest)["error"]
     assert error["code"] == 503 and error["status"] == "UNAVAILABLE"
     assert [(detail["reason"], detail["domain"]) for detail in error["details"]] == [("UNAVAILABLE", "a2a-wrapper")]
-    assert "limit of 3 open connections" in error["message"]
+    assert error["message"] == "This address holds its limit of 3 open connections; close one or try again shortly."
     assert head.startswith(b"HTTP/1.1 200") and body == b"ok"
 
 
@@ -302,3 +311,144 @@ async def test_a_request_asking_to_upgrade_is_served_as_http_11_with_its_body(fr
     assert answered.startswith(b"HTTP/1.1 200 ")
     assert answer == b'POST /a2a/jsonrpc {"jsonrpc": "2.0", "a"}'
     assert following == b"POST /next ok"
+
+
+@pytest.mark.parametrize(
+    ("peername", "peer"),
+    [
+        (("192.0.2.7", 5000), "192.0.2.7"),
+        (("127.0.0.2", 5000), "127.0.0.2"),
+        (("2001:db8:1:2:aaaa::1", 5000, 0, 0), "2001:db8:1:2::/64"),
+        (("2001:db8:1:2:ffff:ffff:ffff:fffe", 5000, 0, 0), "2001:db8:1:2::/64"),  # the same host's /64
+        (("2001:db8:1:3::1", 5000, 0, 0), "2001:db8:1:3::/64"),
+        (("::ffff:192.0.2.7", 5000, 0, 0), "192.0.2.7"),  # a dual-stack socket's IPv4 peer
+        (("::1", 5000, 0, 0), "::/64"),
+        ("/run/agent.sock", "unknown"),
+        (None, "unknown"),
+        (("not an address", 1), "unknown"),
+    ],
+)
+def test_a_peer_is_an_ipv4_address_or_an_ipv6_slash_64(peername: object, peer: str) -> None:
+    assert peer_of(peername) == peer
+
+
+def test_admission_serves_each_peer_its_share_then_holds_a_few_refusals_and_drops_the_rest() -> None:
+    admission = Admission(total=5, per_peer=3)
+    flood = [admission.admit("127.0.0.2") for _ in range(3 + REFUSALS_PER_PEER + 10)]
+    assert [verdict.action for verdict in flood] == ["serve"] * 3 + ["refuse"] * REFUSALS_PER_PEER + ["drop"] * 10
+    assert flood[3].why == "This address holds its limit of 3 open connections; close one or try again shortly."
+    assert [admission.admit("127.0.0.1").action for _ in range(3)] == ["serve", "serve", "refuse"]  # the whole: 5
+    assert (
+        admission.admit("127.0.0.3").why == "This server is holding its limit of 5 open connections; try again shortly."
+    )
+    for verdict in flood:
+        admission.release("127.0.0.2", verdict)
+    assert admission.admit("127.0.0.3").action == "serve"
+    assert admission.open_connections() == 2 + 1 + 1 + 1  # 127.0.0.1's two and its refusal, 127.0.0.3's two
+
+
+@pytest.mark.parametrize(
+    ("limits", "message"),
+    [
+        (
+            {"max_connections": 10, "max_connections_per_peer": 11},
+            "max_connections_per_peer (11) is more than max_connections (10)",
+        ),
+        ({"max_connections_per_peer": 0}, "max_connections_per_peer"),
+    ],
+)
+def test_a_peers_share_larger_than_the_whole_is_refused_naming_both(limits: dict[str, int], message: str) -> None:
+    assert (ServerSettings().peer_share, ServerSettings(max_connections=2).peer_share) == (64, 1)  # an eighth
+    with pytest.raises(ValidationError) as caught:
+        ServerSettings(**limits)
+    assert message in str(caught.value)
+
+
+def closed(connection: Connection) -> bool:
+    """The server has closed the connection (a FIN read, or a reset)."""
+    reader = connection[0]
+    return reader.at_eof() or reader.exception() is not None
+
+
+async def outcome(connection: Connection) -> str:
+    """What one request on the connection got: its status line's code, or "closed" when the server had closed it."""
+    reader, writer = connection
+    try:
+        writer.write(b"GET / HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n")
+        await writer.drain()
+        received, _ = await until_closed(reader)
+    except ConnectionError:
+        received = b""
+    finally:
+        writer.close()
+    return received.split(b" ")[1].decode() if received.startswith(b"HTTP/1.1 ") else "closed"
+
+
+async def test_one_peers_flood_is_refused_past_its_share_and_another_peer_is_served() -> None:
+    limits = {"max_connections": 20, "max_connections_per_peer": 4, "header_timeout": 5}
+    async with asyncio.timeout(10), server(**limits) as settings:
+        opened = [
+            await asyncio.open_connection(settings.host, settings.port, local_addr=("127.0.0.2", 0)) for _ in range(40)
+        ]
+        await asyncio.sleep(0.3)  # the server has accepted them all, and closed what it drops
+        closed_at_once = sum(map(closed, opened))
+        async with connected(settings, "127.0.0.1") as connection:
+            head, body = await exchange(connection, GET)
+        outcomes = await asyncio.gather(*(outcome(connection) for connection in opened))
+    assert head.startswith(b"HTTP/1.1 200") and body == b"ok", "another peer is served while the flood holds its share"
+    assert outcomes.count("200") == 4 and outcomes.count("503") == REFUSALS_PER_PEER
+    assert outcomes.count("closed") == closed_at_once == 40 - 4 - REFUSALS_PER_PEER
+
+
+def open_descriptors(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+async def test_idle_unauthenticated_connections_from_one_peer_never_lock_out_an_authenticated_caller(
+    tmp_path: Path, make_settings: SettingsFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The attack seen: ~530 idle connections and every caller got 503. Here 600 from 127.0.0.2 against a real
+    `a2a-wrap serve` with keys: past its share they are closed at once, the agent's descriptors stay bounded, and
+    a caller with a key on 127.0.0.1 is answered while the flood holds."""
+    for name, value in KEYS.items():
+        monkeypatch.setenv(name, value)
+    settings = make_settings()
+    config = tmp_path / "capped.yaml"
+    config.write_text(yaml.safe_dump(serve_config(settings, "capped", tmp_path / "state", auth=AUTH)))
+    base = f"http://127.0.0.1:{settings.server.port}"
+    per_peer = settings.server.peer_share
+    agent = await start_serve(config)
+    flood: list[Connection] = []
+    try:
+        async with httpx.AsyncClient(timeout=30) as anonymous, asyncio.timeout(150):
+            await wait_healthy(anonymous, base)
+            refused = await anonymous.post(base + "/a2a/jsonrpc", json={"jsonrpc": "2.0", "id": 1, "method": "GetTask"})
+            assert refused.status_code == 401, "the agent asks for a key"
+            async with httpx.AsyncClient(timeout=30, headers=bearer(ORCHESTRATOR_KEY)) as caller:
+                await send(caller, base + "/a2a/jsonrpc", "warm up")  # the backend's first turn: seconds
+            before = open_descriptors(agent.pid)
+            for _ in range(600):
+                flood.append(
+                    await asyncio.open_connection("127.0.0.1", settings.server.port, local_addr=("127.0.0.2", 0))
+                )
+            await asyncio.sleep(1)  # accepted, and what is past its share closed
+            held = open_descriptors(agent.pid)
+            still_open = [connection for connection in flood if not closed(connection)]
+
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            async with httpx.AsyncClient(timeout=30, headers=bearer(ORCHESTRATOR_KEY)) as caller:
+                task = await send(caller, base + "/a2a/jsonrpc", "hello through the flood")
+            seconds = loop.time() - started
+    finally:
+        for _, writer in flood:
+            writer.close()
+        agent.terminate()
+        await agent.wait()
+    assert task_answer(task) == "Offline model reply: hello through the flood"
+    assert seconds < 5, f"the authenticated call took {seconds:.1f} s (about 0.3 s on an idle machine)"
+    assert len(still_open) <= per_peer + REFUSALS_PER_PEER, "127.0.0.2 holds no more than its share"
+    assert len(flood) - len(still_open) >= 600 - per_peer - REFUSALS_PER_PEER, "the excess was closed at once"
+    assert held - before <= per_peer + REFUSALS_PER_PEER + 8, (before, held)  # the agent's descriptors: bounded

@@ -1,5 +1,6 @@
 """The console's gate, pure and fast: the fleet file's operators and console keys, sign-in, sessions, CSRF and
-Origin checks, loopback-only without operators, and the security headers on every console response.
+Origin checks, the one-time sign-in link without operators (no peer trusted for its address), and the security
+headers on every console response.
 
 The registry app is served in-process (httpx's ASGI transport, the peer address given) with agents that are
 small hand-written stand-ins: nothing here reaches an agent.
@@ -22,6 +23,7 @@ from a2a_wrapper.fleet import load_fleet
 from a2a_wrapper.fleet.console.access import Gate
 from a2a_wrapper.fleet.console.headers import SECURITY_HEADERS
 from a2a_wrapper.fleet.console.hub import Hub
+from a2a_wrapper.fleet.console.links import SignInLinks
 from a2a_wrapper.fleet.console.operators import Operators, Sessions
 from a2a_wrapper.fleet.console.routes import FAILED_SIGN_IN_DELAY, ConsoleRoutes
 from a2a_wrapper.fleet.registry import build_registry_app, describe_agent
@@ -163,13 +165,13 @@ class StandIn:
 
 
 @asynccontextmanager
-async def console_app(operators: dict[str, str]) -> AsyncIterator[Any]:
+async def console_app(operators: dict[str, str], gate: Gate | None = None) -> AsyncIterator[Any]:
     """The registry app with its console, its hub running (its feed of the stand-in finds nobody on port 9)."""
     agents = [StandIn()]
     hub = Hub(lambda: agents)
     async with hub.running():
         hub.close()  # every browser's event stream sends the state once and ends, as at the registry's shutdown
-        yield build_registry_app(lambda: agents, ConsoleRoutes(hub, Gate(Operators(operators))).routes())
+        yield build_registry_app(lambda: agents, ConsoleRoutes(hub, gate or Gate(Operators(operators))).routes())
 
 
 @pytest.fixture
@@ -203,7 +205,7 @@ async def test_signing_in_opens_a_strict_http_only_session(signed_out: httpx.Asy
     assert "secure" not in cookie.casefold()  # plain http on loopback: a Secure cookie would never come back
     state = await signed_out.get("/console/api/state")
     assert state.status_code == 200
-    assert state.json() == {"operator": "alice", "loopbackOnly": False, "agents": [state.json()["agents"][0]]}
+    assert state.json() == {"operator": "alice", "agents": [state.json()["agents"][0]]}
     assert state.json()["agents"][0]["name"] == "builder"
 
     events = await signed_out.get("/console/api/events")
@@ -263,25 +265,120 @@ async def test_actions_need_the_sessions_csrf_token_and_no_foreign_origin(signed
     assert (await signed_out.get("/console/api/state")).status_code == 401
 
 
-async def test_without_operators_only_this_machine_is_answered_and_the_page_says_so() -> None:
-    async with asyncio.timeout(30), console_app({}) as app:
-        elsewhere = httpx.AsyncClient(transport=httpx.ASGITransport(app=app, client=ELSEWHERE), base_url=REGISTRY)
-        async with elsewhere:
-            for path in ("/console", "/console/api/state", "/console/static/console.js"):
-                refused = await elsewhere.get(path)
-                assert refused.status_code == 403 and "answers only on the registry's own machine" in refused.text
-            assert (await elsewhere.get("/agents")).status_code == 200  # the registry itself stays open
+@pytest.mark.parametrize(
+    ("steps", "expected"),
+    [
+        (["issue", "redeem"], None),
+        (
+            ["issue", "redeem", "redeem"],
+            "This sign-in link no longer signs in: it was used already: each link signs in once.",
+        ),
+        (["issue", "wait 899", "redeem"], None),
+        (
+            ["issue", "wait 900", "redeem"],
+            "This sign-in link no longer signs in: it expired (15 minutes after it was made).",
+        ),
+        (
+            ["issue", "wait 900", "redeem", "redeem"],
+            "This sign-in link no longer signs in: it expired (15 minutes after",
+        ),
+        (
+            ["issue", "issue (another)", "redeem"],
+            "This sign-in link no longer signs in: a newer sign-in link replaced it.",
+        ),
+        (["issue", "redeem a guess"], "This is not a sign-in link of this console."),
+        (["redeem a guess"], "This is not a sign-in link of this console."),
+    ],
+)
+def test_a_sign_in_link_signs_in_once_within_its_lifetime(steps: list[str], expected: str | None) -> None:
+    now = [1000.0]
+    links = SignInLinks(clock=lambda: now[0])
+    token, said = "", None
+    for step in steps:
+        if step == "issue":
+            token = links.issue()
+        elif step == "issue (another)":
+            links.issue()
+        elif step.startswith("wait "):
+            now[0] += float(step.split()[1])
+        else:
+            said = links.redeem("a-guess" if step == "redeem a guess" else token)
+    assert said == expected if expected is None else said is not None and said.startswith(expected), said
 
-        local = httpx.AsyncClient(transport=httpx.ASGITransport(app=app, client=LOOPBACK), base_url=REGISTRY)
-        async with local:
-            rebound = await local.get("/console/api/state", headers={"host": "attacker.example"})
-            assert rebound.status_code == 403 and "only under a loopback name" in rebound.json()["error"]
+
+@asynccontextmanager
+async def without_operators(clock: list[float]) -> AsyncIterator[tuple[SignInLinks, Any]]:
+    """A console with no operators, its links on `clock`; the app."""
+    gate = Gate(Operators({}))
+    assert gate.links is not None
+    gate.links = SignInLinks(clock=lambda: clock[0])
+    async with asyncio.timeout(30), console_app({}, gate) as app:
+        yield gate.links, app
+
+
+def browser(app: Any, peer: tuple[str, int] = LOOPBACK) -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app, client=peer), base_url=REGISTRY)
+
+
+async def test_without_operators_loopback_is_not_trusted_and_the_one_time_link_signs_in_once() -> None:
+    now = [1000.0]
+    async with without_operators(now) as (links, app):
+        token = links.issue()
+        async with browser(app) as local:  # this machine, without a session: nobody
             page = await local.get("/console")
-            assert "No operators are configured" in page.text and 'action="/console/login"' not in page.text
-            state = (await local.get("/console/api/state")).json()
-            assert (state["operator"], state["loopbackOnly"]) == ("local", True)
-            decided = await local.post("/console/api/approvals/builder/approval-1", json={"option": "deny"})
-            assert decided.status_code == 403 and "CSRF" in decided.json()["error"]
+            assert page.status_code == 200 and "one-time link the fleet printed" in page.text
+            assert 'name="csrf-token"' not in page.text and 'action="/console/login"' not in page.text
+            refused = await local.get("/console/api/state")
+            assert refused.status_code == 401 and refused.json() == {"error": "sign in first, at /console"}
+            headers = {"x-csrf-token": "x", "origin": REGISTRY, "sec-fetch-site": "same-origin"}
+            decided = await local.post("/console/api/approvals/builder/approval-1", json={"option": "allow_once"})
+            assert decided.status_code == 401
+            decided = await local.post(
+                "/console/api/approvals/builder/approval-1", json={"option": "deny"}, headers=headers
+            )
+            assert decided.status_code == 401
+            form = await local.post("/console/login", data={"name": "owner", "key": ""})
+            assert form.status_code == 403 and "signs in with the fleet&#x27;s link" in form.text
+            assert (await local.get("/console/static/console.js")).status_code == 200  # the same file for anyone
+
+        async with browser(app, ELSEWHERE) as remote:  # the link is the credential, wherever the browser is
+            signed = await remote.get("/console/signin", params={"token": token})
+            assert signed.status_code == 303 and signed.headers["location"] == "/console"
+            cookie = signed.headers["set-cookie"]
+            for attribute in ("a2a_console=", "HttpOnly", "SameSite=strict", "Path=/console", "Max-Age=43200"):
+                assert attribute.casefold() in cookie.casefold(), cookie
+            assert "secure" not in cookie.casefold()  # plain http: a Secure cookie would never come back
+            state = await remote.get("/console/api/state")
+            assert state.status_code == 200 and state.json()["operator"] == "owner"
+            page = await remote.get("/console")
+            assert "Signed in as owner" in page.text and "one-time" in page.text
+
+        async with browser(app) as second:
+            again = await second.get("/console/signin", params={"token": token})
+            assert again.status_code == 401 and "set-cookie" not in again.headers
+            assert "This sign-in link no longer signs in: it was used already" in again.text
+            assert (await second.get("/console/api/state")).status_code == 401
+
+            expiring = links.issue()
+            now[0] += links.lifetime
+            late = await second.get("/console/signin", params={"token": expiring})
+            assert late.status_code == 401 and "it expired (15 minutes after it was made)" in late.text
+            guessed = await second.get("/console/signin", params={"token": "a-guess"})
+            assert guessed.status_code == 401 and "not a sign-in link of this console" in guessed.text
+            assert (await second.get("/console/api/state")).status_code == 401
+
+
+async def test_over_tls_the_sessions_cookie_is_secure() -> None:
+    async with without_operators([0.0]) as (links, app):
+        transport = httpx.ASGITransport(app=app, client=LOOPBACK)
+        async with httpx.AsyncClient(transport=transport, base_url="https://127.0.0.1:8800") as client:
+            signed = await client.get("/console/signin", params={"token": links.issue()})
+    assert signed.status_code == 303 and "secure" in signed.headers["set-cookie"].casefold()
+
+
+async def test_with_operators_there_is_no_sign_in_link(signed_out: httpx.AsyncClient) -> None:
+    response = await signed_out.get("/console/signin", params={"token": "anything"})
+    assert response.status_code == 404 and "it has no sign-in links" in response.text
 
 
 ROUTES = [
@@ -294,6 +391,7 @@ ROUTES = [
     ("GET", "/console/api/audit"),
     ("POST", "/console/api/approvals/builder/approval-1"),
     ("POST", "/console/login"),
+    ("GET", "/console/signin"),
     ("POST", "/console/logout"),
     ("GET", "/console/no-such-page"),
 ]

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import json
 import secrets
+import signal
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -174,33 +175,65 @@ async def test_a_remote_agents_approval_is_answered_by_a_signed_in_operator(
         assert await agent.stop() == 0, agent.log()
 
 
-async def test_the_fleet_keys_its_own_agents_and_without_operators_answers_this_machine_only(
+async def test_without_operators_loopback_cannot_answer_and_the_printed_link_signs_in_once(
     tmp_path: Path, make_settings: SettingsFactory, http: httpx.AsyncClient
 ) -> None:
+    """The fleet keys the agents it runs; with no operators, a request from this machine without a session is
+    refused (the approval stays waiting, the command unrun), and the link the fleet printed signs in once."""
     config = agent_config(tmp_path / "agents", "kept", make_settings(), auto_approve=False, shield=ASKING_SHIELD)
     jsonrpc, workspace = f"http://127.0.0.1:{port_of(config)}/a2a/jsonrpc", config.parent / "workspace"
     fleet = await FleetProcess.start("fleet", str(tmp_path / "agents"))
     try:
-        await fleet.wait_for_line(r"console at http://127\.0\.0\.1:\d+/console answers loopback only, without sign-in")
+        await fleet.wait_for_line(r"console at http://127\.0\.0\.1:\d+/console: no operators in the fleet file")
+        printed = await fleet.wait_for_line(r"^console sign-in: ", printed=True)
+        link = printed.split()[2]
+        assert link.startswith(fleet.registry + "/console/signin?token=")
+        assert not any(link.split("token=")[1] in line for line in fleet.lines), "the link's secret is not logged"
         await wait_until(http, fleet, lambda listed: listed.get("kept", {}).get("state") == "running")
-        async with httpx.AsyncClient(base_url=fleet.registry, timeout=30) as console:
-            page = (await console.get("/console")).text
-            assert "No operators are configured" in page
-            token = page.split('name="csrf-token" content="')[1].split('"')[0]
+        approval = await asked(http, jsonrpc, "touch refused.txt")
+        path = f"/console/api/approvals/kept/{approval['id']}"
 
-            approval = await asked(http, jsonrpc, "touch denied.txt")
-            state = await until_state(console, waiting("kept", approval["id"]))
-            assert state["operator"] == "local" and state["agents"][0]["approvers"] == ["caller", "console"]
+        async with httpx.AsyncClient(base_url=fleet.registry, timeout=30) as anonymous:  # from 127.0.0.1
+            page = await anonymous.get("/console")
+            assert "one-time link the fleet printed" in page.text and 'name="csrf-token"' not in page.text
+            assert (await anonymous.get("/console/api/state")).status_code == 401
+            same_site = {"origin": fleet.registry, "sec-fetch-site": "same-origin", "x-csrf-token": "guess"}
+            for headers in ({}, same_site):
+                refused = await anonymous.post(path, json={"option": "allow_once"}, headers=headers)
+                assert refused.status_code == 401, refused.text
+            await asyncio.sleep(1)
+            assert not (workspace / "refused.txt").exists(), "a refused answer ran nothing"
+
+        async with httpx.AsyncClient(timeout=30) as owner:
+            signed = await owner.get(link)
+            assert signed.status_code == 303, signed.text
+            owner.base_url = httpx.URL(fleet.registry)
+            page = (await owner.get("/console")).text
+            assert "Signed in as owner" in page
+            token = page.split('name="csrf-token" content="')[1].split('"')[0]
+            state = await until_state(owner, waiting("kept", approval["id"]))  # still waiting: nobody answered it
+            assert state["operator"] == "owner" and state["agents"][0]["approvers"] == ["caller", "console"]
+
+            async with httpx.AsyncClient(timeout=30) as second:
+                again = await second.get(link)
+                assert again.status_code == 401 and "it was used already" in again.text
+                assert "set-cookie" not in again.headers
 
             watching = asyncio.create_task(subscribed(http, jsonrpc, approval["taskId"]))
-            path = f"/console/api/approvals/kept/{approval['id']}"
-            decided = await console.post(path, json={"option": "deny"}, headers={"x-csrf-token": token})
-            assert decided.json() == {"id": approval["id"], "option": "deny", "decidedBy": "console:local"}
+            decided = await owner.post(path, json={"option": "deny"}, headers={"x-csrf-token": token})
+            assert decided.json() == {"id": approval["id"], "option": "deny", "decidedBy": "console:owner"}
             async with asyncio.timeout(60):
                 assert (await watching)[-1] in {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED"}
-            assert not (workspace / "denied.txt").exists(), "the denied command never ran"
+            assert not (workspace / "refused.txt").exists(), "the denied command never ran"
 
-            audit = (await console.get("/console/api/audit", params={"decision": "deny"})).json()
-            assert [(e["agent"], e["decidedBy"]) for e in audit["entries"]][:1] == [("kept", "console:local")]
+            audit = (await owner.get("/console/api/audit", params={"decision": "deny"})).json()
+            assert [(e["agent"], e["decidedBy"]) for e in audit["entries"]][:1] == [("kept", "console:owner")]
+
+        fleet.process.send_signal(signal.SIGUSR1)  # another link, printed where the first was
+        another = await fleet.wait_for_line(
+            r"^console sign-in: .*token=(?!" + link.split("token=")[1] + ")", printed=True
+        )
+        async with httpx.AsyncClient(timeout=30) as third:
+            assert (await third.get(another.split()[2])).status_code == 303
     finally:
         assert await fleet.stop() == 0, fleet.log()

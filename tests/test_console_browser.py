@@ -33,6 +33,13 @@ def states(events: list[dict[str, Any]]) -> list[str]:
     return [e["statusUpdate"]["status"]["state"] for e in events if "statusUpdate" in e]
 
 
+async def sign_in_with_link(page: Page, link: str) -> None:
+    """The newcomer's way in: the demo's one-time link opened; a second opening is refused on a page saying why."""
+    await page.goto(link)
+    await expect(page.get_by_text("Signed in as owner")).to_be_visible(timeout=10_000)
+    await expect(page.locator("#banner")).to_contain_text("one-time link")
+
+
 async def sign_in(page: Page, console: str, key: str) -> None:
     await page.goto(console)
     await page.fill("input[name=name]", OPERATOR)
@@ -53,7 +60,7 @@ def row(page: Page, approval_id: str) -> Any:
 
 
 async def decide_on_the_page(
-    page: Page, http: httpx.AsyncClient, jsonrpc: str, command: str, option: str, shot: str
+    page: Page, http: httpx.AsyncClient, jsonrpc: str, command: str, option: str, shot: str, operator: str = OPERATOR
 ) -> list[dict[str, Any]]:
     """The approval seen on the page (command and rule), answered there; the caller's subscription to its end."""
     approval = await asked(http, jsonrpc, command)
@@ -67,33 +74,46 @@ async def decide_on_the_page(
     await expect(waiting).to_have_count(0, timeout=15_000)
     async with asyncio.timeout(60):
         events = await watching
-    await expect(page.locator("#audit")).to_contain_text(f"console:{OPERATOR}", timeout=15_000)
+    await expect(page.locator("#audit")).to_contain_text(f"console:{operator}", timeout=15_000)
     await screenshot(page, f"{shot}-decided")
     return events
 
 
 @pytest.mark.timeout(480)
-async def test_an_operator_allows_once_and_denies_in_the_demo(tmp_path: Path, http: httpx.AsyncClient) -> None:
-    key = secrets.token_urlsafe(24)
+async def test_the_demos_printed_link_signs_in_once_and_the_owner_allows_and_denies(
+    tmp_path: Path, http: httpx.AsyncClient
+) -> None:
     port = free_block(4)
-    demo = await Demo.start(tmp_path, port, "--operator", f"{OPERATOR}:{KEY_ENV}", env_extra={KEY_ENV: key})
+    demo = await Demo.start(tmp_path, port)
     try:
         await demo.printed(r"^all 3 agents running", 240)
         console = await demo.printed(r"^console: ", 1)
         assert console.split()[1] == f"http://127.0.0.1:{port}/console"
+        link = (await demo.printed(r"^console sign-in: ", 1)).split()[2]
         workspace = tmp_path / "a2a-wrapper" / f"demo-{port}" / "opencode-coder" / "workspace"
         jsonrpc = f"http://127.0.0.1:{port + 1}/a2a/jsonrpc"
         async with browser_page() as page:
-            await sign_in(page, f"http://127.0.0.1:{port}/console", key)
-            await screenshot(page, "signed-in")
+            await page.goto(f"http://127.0.0.1:{port}/console")  # this machine, no session: how to sign in
+            await expect(page.get_by_text("one-time link the fleet printed")).to_be_visible()
+            await screenshot(page, "link-needed")
+            await sign_in_with_link(page, link)
+            await screenshot(page, "signed-in-by-link")
 
-            events = await decide_on_the_page(page, http, jsonrpc, "touch allowed.txt", "allow_once", "allow-once")
+            events = await decide_on_the_page(
+                page, http, jsonrpc, "touch allowed.txt", "allow_once", "allow-once", operator="owner"
+            )
             assert states(events)[-1] == "TASK_STATE_COMPLETED", events
             assert (workspace / "allowed.txt").exists(), "the allowed command ran in the agent's workspace"
 
-            events = await decide_on_the_page(page, http, jsonrpc, "touch denied.txt", "deny", "deny")
+            events = await decide_on_the_page(page, http, jsonrpc, "touch denied.txt", "deny", "deny", operator="owner")
             assert states(events)[-1] in {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED"}, events
             assert not (workspace / "denied.txt").exists(), "the denied command never ran"
+
+        async with browser_page() as other:  # another browser, the same link: refused, on a page saying why
+            answer = await other.goto(link)
+            assert answer is not None and answer.status == 401
+            await expect(other.get_by_text("it was used already: each link signs in once")).to_be_visible()
+            await screenshot(other, "link-used")
     finally:
         await demo.stop()
 

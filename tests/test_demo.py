@@ -49,6 +49,15 @@ async def test_the_demo_prints_each_agent_then_commands_that_run_from_anywhere(
             assert line.split()[2:] == [f"http://127.0.0.1:{port + offset}", "workspace", f"{folder}/{name}/workspace"]
             assert (folder / name / "workspace").is_dir()
             await demo.printed(rf"^ready: +{name} +pid \d+, \d+ s after the demo started$", 1)
+        console = await demo.printed(r"^console: ", 1)
+        assert console.split()[1] == f"{demo.registry}/console" and "one-time sign-in link" in console
+        link = (await demo.printed(r"^console sign-in: ", 1)).split()[2]
+        assert link.startswith(f"{demo.registry}/console/signin?token=")
+        async with httpx.AsyncClient() as browser, httpx.AsyncClient() as another:
+            assert (await browser.get(demo.registry + "/console/api/state")).status_code == 401
+            assert (await browser.get(link)).status_code == 303
+            assert (await browser.get(demo.registry + "/console/api/state")).json()["operator"] == "owner"
+            assert (await another.get(link)).status_code == 401, "the link signs in once"
         stop = await demo.printed(r"^Ctrl-C stops everything", 1)
         assert demo.out.index(stop) == len(demo.out) - 1, "how to stop is the last line, under the commands"
 
@@ -68,6 +77,7 @@ async def test_the_demo_prints_each_agent_then_commands_that_run_from_anywhere(
         code = await demo.stop()
     assert code == 0, demo.log()
     assert demo.out[-1] == "stopped: every agent and its backend"
+    assert not any(link.split("token=")[1] in line for line in demo.err), "the link's secret is not in the log"
     assert processes_under(tmp_path) == [], "Ctrl-C leaves no agent and no backend behind"
 
 

@@ -4,10 +4,9 @@ Each test lets the agent's own bash do what the sandbox must stop, then looks at
 audit afterwards — not at what the agent said.
 """
 
-import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -17,6 +16,7 @@ from a2a_wrapper.shield.rules import ShieldConfig
 from a2a_wrapper.state.audit import recent
 from tests.helpers.a2a_wire import answer_text, final_state, stream
 from tests.helpers.behaviour import BACKENDS, BackendUnderTest, Harness
+from tests.helpers.listener import listener
 from tests.helpers.tool_messages import answer_params, bash_params
 
 pytestmark = pytest.mark.slow
@@ -48,23 +48,6 @@ def canary(folder: Path) -> Iterator[tuple[Path, str]]:
         path.unlink(missing_ok=True)
         if created:
             folder.rmdir()
-
-
-@contextlib.asynccontextmanager
-async def listener() -> AsyncIterator[tuple[int, list[bytes]]]:
-    """A TCP server on the host's loopback that records every connection it accepts."""
-    accepted: list[bytes] = []
-
-    async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        accepted.append(await reader.read(100))
-        writer.close()
-
-    server = await asyncio.start_server(accept, "127.0.0.1", 0)
-    try:
-        yield server.sockets[0].getsockname()[1], accepted
-    finally:
-        server.close()
-        await server.wait_closed()
 
 
 async def test_writes_outside_the_workspace_do_not_reach_the_disk(harness: Harness, http: httpx.AsyncClient) -> None:

@@ -1,6 +1,5 @@
 """The sandbox's parts on their own: the egress proxy over a real socket, its decisions, masks, the bwrap line."""
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from a2a_wrapper.sandbox.masks import denied_paths
 from a2a_wrapper.sandbox.plan import SandboxPlan
 from a2a_wrapper.shield import Shield
 from a2a_wrapper.shield.rules import ShieldConfig
+from tests.helpers.listener import listener, through
 
 
 @pytest.mark.parametrize(
@@ -92,46 +92,23 @@ def test_auto_approve_allows_tool_calls_but_never_a_host() -> None:
     assert not policy.decide(Destination("example.com", 443)).allowed
 
 
-async def _upstream() -> tuple[asyncio.Server, int, list[bytes]]:
-    received: list[bytes] = []
-
-    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        received.append(await reader.read(1000))
-        writer.write(b"pong")
-        await writer.drain()
-        writer.close()
-
-    server = await asyncio.start_server(serve, "127.0.0.1", 0)
-    return server, server.sockets[0].getsockname()[1], received
-
-
-async def _through(proxy_socket: Path, request: bytes) -> bytes:
-    reader, writer = await asyncio.open_unix_connection(proxy_socket)
-    writer.write(request)
-    await writer.drain()
-    answer = await asyncio.wait_for(reader.read(), 5)
-    writer.close()
-    return answer
-
-
 async def test_the_proxy_pipes_what_it_allows_refuses_the_rest_and_records_each(tmp_path: Path) -> None:
-    server, port, received = await _upstream()
     records: list[EgressDecision] = []
 
     async def record(decision: EgressDecision, wait_ms: float) -> None:
         records.append(decision)
 
-    policy = EgressPolicy({Destination("127.0.0.1", port)}, None)
-    proxy = EgressProxy(tmp_path / "egress.sock", policy, record)
-    await proxy.start()
-    try:
-        tunnel = await _through(proxy.socket_path, f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\nping".encode())
-        plain = await _through(proxy.socket_path, f"GET http://127.0.0.1:{port}/x HTTP/1.1\r\n\r\n".encode())
-        refused = await _through(proxy.socket_path, f"CONNECT 127.0.0.1:{port + 1} HTTP/1.1\r\n\r\n".encode())
-        garbled = await _through(proxy.socket_path, b"HELLO\r\n\r\n")
-    finally:
-        await proxy.stop()
-        server.close()
+    async with listener() as (port, received):
+        policy = EgressPolicy({Destination("127.0.0.1", port)}, None)
+        proxy = EgressProxy(tmp_path / "egress.sock", policy, record)
+        await proxy.start()
+        try:
+            tunnel = await through(proxy.socket_path, f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\nping".encode())
+            plain = await through(proxy.socket_path, f"GET http://127.0.0.1:{port}/x HTTP/1.1\r\n\r\n".encode())
+            refused = await through(proxy.socket_path, f"CONNECT 127.0.0.1:{port + 1} HTTP/1.1\r\n\r\n".encode())
+            garbled = await through(proxy.socket_path, b"HELLO\r\n\r\n")
+        finally:
+            await proxy.stop()
     assert tunnel == b"HTTP/1.1 200 Connection established\r\n\r\npong"
     assert plain == b"pong" and received == [b"ping", b"GET /x HTTP/1.1\r\n\r\n"]
     assert refused.startswith(b"HTTP/1.1 403") and b"no shield network rule" in refused
@@ -225,9 +202,35 @@ def test_files_that_run_code_outside_tool_calls_are_read_only_without_any_rule(t
         (tmp_path / path).write_text("x")
     masked, read_only = denied_paths(None, tmp_path)
     assert masked == []
-    assert sorted(p.relative_to(tmp_path).as_posix() for p in read_only) == [
-        ".git/config",
-        ".git/hooks",
-        "opencode.json",
-        "src/.git/config",
-    ]
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in read_only) == [".git", "opencode.json", "src/.git"]
+
+
+def test_a_git_file_binds_the_folders_it_names_read_only(tmp_path: Path) -> None:
+    """A worktree's `.git` is a `gitdir:` file; that git dir's `commondir` names the repository's own `.git`."""
+    common = tmp_path / "repo" / ".git"
+    gitdir = common / "worktrees" / "wt"
+    gitdir.mkdir(parents=True)
+    (gitdir / "commondir").write_text("../..\n")
+    for folder in (gitdir, common):
+        (folder / "HEAD").write_text("ref: refs/heads/main\n")
+    workdir = tmp_path / "wt"
+    workdir.mkdir()
+    (workdir / ".git").write_text(f"gitdir: {gitdir}\n")
+    masked, read_only = denied_paths(None, workdir)
+    assert (masked, read_only) == ([], [workdir / ".git", gitdir, common])
+    (workdir / ".git").unlink()
+    (workdir / ".git").symlink_to(tmp_path / "repo" / ".git")  # a link is never bound: that would show its target
+    assert denied_paths(None, workdir) == ([], [])
+    (workdir / ".git").unlink()
+    (workdir / ".git").write_text(f"gitdir: {tmp_path}\n")  # no git dir: another folder is not shown inside
+    assert denied_paths(None, workdir) == ([], [workdir / ".git"])
+
+
+def test_a_read_only_path_gone_since_the_search_is_skipped_not_fatal(tmp_path: Path) -> None:
+    """A folder renamed from inside takes its read-only binds' sources with it: bubblewrap would refuse to start."""
+    (tmp_path / "sub" / ".git").mkdir(parents=True)
+    read_only = [tmp_path / "sub" / ".git", tmp_path / "gone" / ".git"]
+    options = SandboxPlan(workdir=tmp_path, writable=[], read_only=read_only, sockets=tmp_path).command(
+        Path("bwrap"), ["true"]
+    )
+    assert str(tmp_path / "sub" / ".git") in options and str(tmp_path / "gone" / ".git") not in options

@@ -29,6 +29,17 @@ EVERYTHING_ALLOWED = ShieldConfig.model_validate(
         ("execute", "bash", None, "echo '[core] fsmonitor = touch pwned' >> .git/config"),
         ("execute", "bash", None, "cp evil.js .opencode/plugin/evil.js"),
         ("execute", "bash", None, "rm .git/hooks/pre-push"),
+        ("execute", "bash", None, "mv .git elsewhere"),
+        ("write", "write", ".git/commondir", None),
+        ("write", "write", "sub/.GIT/config", None),
+        ("write", "write", "vendor/.git", None),
+        ("write", "write", ".gitmodules", None),
+        ("write", "write", ".gitattributes", None),
+        ("write", "write", ".vscode/tasks.json", None),
+        ("write", "write", ".claude/settings.json", None),
+        ("write", "write", ".mcp.json", None),
+        ("write", "write", ".husky/pre-commit", None),
+        ("write", "write", ".envrc", None),
     ],
 )
 def test_no_rule_and_no_always_opens_them(
@@ -43,7 +54,9 @@ def test_no_rule_and_no_always_opens_them(
         assert "outside any tool call" in decision.reason
 
 
-@pytest.mark.parametrize("path", [".git/config", ".opencode/plugin/run.js", "docs/git-config.md", ".gitignore"])
+@pytest.mark.parametrize(
+    "path", [".git/config", ".opencode/plugin/run.js", "docs/git-config.md", ".gitignore", "AGENTS.md", "CLAUDE.md"]
+)
 def test_reading_them_and_writing_their_neighbours_is_up_to_the_rules(tmp_path: Path, path: str) -> None:
     shield = Shield(EVERYTHING_ALLOWED, tmp_path)
     assert shield.decide(Permission(id="p", kind="read", tool="read", paths=(str(tmp_path / path),))).outcome == "allow"

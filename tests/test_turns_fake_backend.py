@@ -44,6 +44,7 @@ from a2a_wrapper.frontend.turns import SHUTTING_DOWN, ContextLocks, Turns
 from a2a_wrapper.guard import GuardSettings
 from a2a_wrapper.permissions.gate import EXPIRED, PERSON_DENIED, PermissionGate
 from a2a_wrapper.permissions.policy import Policy
+from a2a_wrapper.sandbox.control_watch import ControlWatch
 from a2a_wrapper.shield import Shield, ShieldConfig
 from a2a_wrapper.state.audit import AuditLog, recent
 from a2a_wrapper.state.context_rules import ContextRules
@@ -242,7 +243,9 @@ async def make_agent(tmp_path: Path) -> AsyncIterator[AgentFactory]:
         metrics = AgentMetrics()
         policy = Policy(Shield(ShieldConfig(ask_timeout=ask_timeout), tmp_path / "ws"))
         gate = PermissionGate(policy, context_rules, audit, metrics.decided, "fake-agent")
-        turns = Turns(backend, sessions, gate, locks, turn_timeout=30)
+        (tmp_path / "ws").mkdir(exist_ok=True)
+        watch = ControlWatch(tmp_path / "ws", "fake-agent", audit)
+        turns = Turns(backend, sessions, gate, locks, turn_timeout=30, watch=watch)
         executor = TurnExecutor(turns, GuardSettings(), metrics)
         handler = request_handler(build_card(settings), executor, InMemoryTaskStore())
         built.append(Agent(backend, handler, turns, tmp_path / "state.db"))
@@ -440,6 +443,38 @@ async def test_cancel_aborts_the_turn_and_the_task_stays_canceled(make_agent: Ag
     assert turn.aborted
     await asyncio.sleep(0.1)
     assert (await agent.task(running.id)).status.state == TaskState.TASK_STATE_CANCELED
+
+
+async def test_a_control_file_planted_during_a_turn_is_removed_and_the_task_says_so(
+    make_agent: AgentFactory, tmp_path: Path
+) -> None:
+    agent = await make_agent()
+    running = await agent.start("hold")
+    turn = await agent.backend.running(0)
+    (tmp_path / "ws" / "opencode.json").write_text("{}")  # while the turn runs
+    turn.release()
+    ended = await agent.ended(running.id)
+    assert not (tmp_path / "ws" / "opencode.json").exists()
+    assert "removed what the turn created or changed: opencode.json" in status_text(ended)
+    assert ended.metadata["a2a-wrapper"]["controlFiles"]["removed"] == ["opencode.json"]
+
+
+@pytest.mark.parametrize("script", ["hold", "ask"])
+async def test_a_canceled_turns_control_files_are_removed_and_audited(
+    make_agent: AgentFactory, tmp_path: Path, script: str
+) -> None:
+    agent = await make_agent()
+    started = await (agent.start(script) if script == "hold" else agent.send(script))
+    await agent.backend.running(0)  # its snapshot taken
+    (tmp_path / "ws" / ".vscode").mkdir()
+    (tmp_path / "ws" / ".vscode" / "tasks.json").write_text("{}")
+    await agent.handler.on_cancel_task(CancelTaskRequest(id=started.id), CALL)
+    await agent.turns.shutdown(grace=2)  # waits for the check of a turn whose request the cancel ended
+    assert not (tmp_path / "ws" / ".vscode").exists()
+    rows = [entry for entry in recent(agent.database, 20) if entry.tool == "control-files"]
+    assert [(row.target, row.task_id, row.rule) for row in rows] == [
+        (".vscode", started.id, "built-in:code-outside-tool-calls:removed")
+    ]
 
 
 @pytest.mark.usefixtures("no_collector")

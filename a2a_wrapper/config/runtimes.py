@@ -5,6 +5,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
+from a2a_wrapper.addresses import LOCAL_NETWORKS, parse_network
 from a2a_wrapper.sections import Section
 from a2a_wrapper.shield.hosts import check_host_pattern
 
@@ -25,13 +26,33 @@ class SandboxRuntime(Section):
     hosts: list[str] = Field(
         [],
         description="Hosts (`example.com`, `*.example.com`) the egress proxy lets through whatever the policy; "
-        "without a shield (auto_approve) the only way to reach a host the config does not name.",
+        "without a shield (auto_approve) the only way to reach a host the config does not name. A host is a name: "
+        "it never opens a loopback, private or link-local address; a network in CIDR form (`10.20.0.0/16`) opens "
+        "exactly that network's addresses (never this machine's own).",
     )
 
     @field_validator("hosts")
     @classmethod
-    def _host_patterns(cls, value: list[str]) -> list[str]:
-        return [check_host_pattern(pattern) for pattern in value]
+    def _hosts_or_networks(cls, value: list[str]) -> list[str]:
+        return [egress_host(entry) for entry in value]
+
+
+def egress_host(entry: str) -> str:
+    """One runtime.hosts entry, normalised: a host pattern, or a network in CIDR form that reaches no port of
+    this machine's (its loopback would lead to the wrapper's own ports: the A2A port, the console)."""
+    try:
+        network = parse_network(entry)
+    except ValueError as exc:
+        raise ValueError(f"{entry!r} is not a network in CIDR form (such as 10.20.0.0/16): {exc}") from exc
+    if network is None:
+        return check_host_pattern(entry)
+    if any(network.overlaps(local) for local in LOCAL_NETWORKS if local.version == network.version):
+        raise ValueError(
+            f"{entry!r} would open this machine's loopback or unspecified address, which leads to the wrapper's "
+            "own ports; name a loopback service as an endpoint instead (the provider's base_url, an MCP server's "
+            "url, a URL in backend.env)"
+        )
+    return str(network)
 
 
 class DockerRuntime(Section):

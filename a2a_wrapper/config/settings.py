@@ -4,7 +4,6 @@ Precedence, low to high: defaults, the config file, `A2A_WRAP_*` environment var
 (nested with `__`, e.g. `A2A_WRAP_SERVER__PORT`), then CLI flags.
 """
 
-import ipaddress
 import os
 import re
 from collections.abc import Sequence
@@ -16,6 +15,7 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from a2a_wrapper.addresses import parse_network
 from a2a_wrapper.config.backends import Backend, OpenCodeSettings
 from a2a_wrapper.config.runtimes import Runtime, SandboxRuntime
 from a2a_wrapper.config.workspace import WorkspaceSettings
@@ -81,6 +81,9 @@ class CardSettings(Section):
     signing: CardSigning | None = Field(None, description="Sign the card (JWS); off unless a key is given.")
 
 
+PEER_SHARES = 8  # by default one peer may hold an eighth of the connections: seven eighths stay for the others
+
+
 class ServerSettings(Section):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535)
@@ -93,7 +96,14 @@ class ServerSettings(Section):
     header_timeout: float = Field(10.0, gt=0, description="Seconds a connection has to send a request's headers.")
     body_timeout: float = Field(60.0, gt=0, description="Seconds a request has to send its whole body.")
     idle_timeout: float = Field(5.0, gt=0, description="Seconds an idle keep-alive connection is kept open.")
-    max_connections: int = Field(512, gt=0, description="Open connections served at once; more get 503.")
+    max_connections: int = Field(512, gt=0, description="Open connections served at once, from all peers together.")
+    max_connections_per_peer: int | None = Field(
+        None,
+        gt=0,
+        description="Open connections one peer (an IPv4 address, an IPv6 /64) may hold, before it authenticates "
+        "or after; more are refused. Default: an eighth of max_connections. Behind a reverse proxy every "
+        "connection is the proxy's: raise it there.",
+    )
     grpc_port: int | None = Field(
         None, ge=0, le=65535, description="Also serve A2A's gRPC binding on this port (0: a free one); none: off."
     )
@@ -104,6 +114,20 @@ class ServerSettings(Section):
         if value is not None and not re.match(r"^https?://[^/\s]+", value):
             raise ValueError("must be an http(s) URL")
         return value.rstrip("/") if value else value
+
+    @property
+    def peer_share(self) -> int:
+        """The connections one peer may hold: max_connections_per_peer, else an eighth of the whole."""
+        return self.max_connections_per_peer or max(1, self.max_connections // PEER_SHARES)
+
+    @model_validator(mode="after")
+    def _a_peers_share_within_the_whole(self) -> "ServerSettings":
+        if self.peer_share > self.max_connections:
+            raise ValueError(
+                f"max_connections_per_peer ({self.peer_share}) is more than max_connections "
+                f"({self.max_connections}): one peer's share cannot be larger than the whole"
+            )
+        return self
 
 
 class PushSettings(Section):
@@ -127,9 +151,8 @@ class PushSettings(Section):
 def allowed_webhook_host(entry: str) -> str:
     """One push.allow_hosts entry, normalised: a network in CIDR form, or a host as the shield spells hosts."""
     try:
-        if re.fullmatch(r"[0-9a-fA-F:.]+/[0-9]+", entry):
-            return str(ipaddress.ip_network(entry, strict=False))
-        return check_host_pattern(entry)
+        network = parse_network(entry)
+        return check_host_pattern(entry) if network is None else str(network)
     except (ValueError, BadUrl) as exc:
         raise ValueError(f"{entry!r} is neither a host nor a network in CIDR form (such as 10.0.0.0/8): {exc}") from exc
 

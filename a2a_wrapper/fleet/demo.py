@@ -189,7 +189,7 @@ class Announcements:
     def _who_signs_in(self) -> str:
         operators = [operator.name for operator in self._fleet.registry.operators]
         if not operators:
-            return "this machine only, no sign-in; --operator NAME:ENV_VAR adds one who signs in"
+            return "open the one-time sign-in link printed below; --operator NAME:ENV_VAR adds one who signs in"
         return "sign in as " + " or ".join(operators) + " with the key in its variable"
 
     def running(self, agent: SupervisedAgent) -> None:
@@ -211,6 +211,8 @@ class Announcements:
         say(f"  {a2a_wrap} status --registry {self._registry}")
         say(f'  {a2a_wrap} send {first} "hello"')
         say(f"  {a2a_wrap} send {first} '[[tool:bash {arguments}]]'   (asks you before it runs)")
+        if not self._fleet.registry.operators:
+            say("and answer it in the console: open the `console sign-in:` link printed above (it signs in once)")
         say("Ctrl-C stops everything (the agents and their backends; a second Ctrl-C kills them at once).")
 
 
@@ -229,5 +231,5 @@ async def run_demo(
             fleet = load_fleet([write_fleet(model, folder, registry_port, operators)])
             announcements = Announcements(fleet, announce)
             announcements.where(model, folder)
-            await run_fleet(fleet, announcements.running)
+            await run_fleet(fleet, announce, announcements.running)
     announce("stopped: every agent and its backend")

@@ -27,7 +27,7 @@ class RegistrySettings(Section):
     port: int = Field(DEFAULT_REGISTRY_PORT, ge=1, le=65535)
     health_interval: float = Field(10.0, gt=0, description="Seconds between health calls to each agent.")
     operators: list[Operator] = Field(
-        [], description="Who may sign in to the console at /console; none: it answers loopback peers only."
+        [], description="Who may sign in to the console at /console; none: the fleet prints a one-time sign-in link."
     )
 
     @model_validator(mode="after")

@@ -22,11 +22,12 @@ import httpx
 from a2a_wrapper.config.settings import ServerSettings
 from a2a_wrapper.fleet.console.access import Gate
 from a2a_wrapper.fleet.console.hub import Hub
+from a2a_wrapper.fleet.console.links import SIGN_IN_PATH
 from a2a_wrapper.fleet.console.operators import Operators
 from a2a_wrapper.fleet.console.routes import ConsoleRoutes
 from a2a_wrapper.fleet.fleet_file import RegistrySettings
 from a2a_wrapper.fleet.ownership import StateLocks
-from a2a_wrapper.fleet.registry import Listed, build_registry_app
+from a2a_wrapper.fleet.registry import CONSOLE_PATH, Listed, build_registry_app
 from a2a_wrapper.fleet.reload import watch_fleet
 from a2a_wrapper.fleet.remote import RemoteAgent
 from a2a_wrapper.fleet.spec import CONSOLE_KEY_ENV, AgentSpec, Fleet, RemoteSpec
@@ -36,6 +37,8 @@ from a2a_wrapper.frontend.edge.server_config import uvicorn_config
 from a2a_wrapper.ports import bind_port
 
 log = logging.getLogger(__name__)
+
+Announce = Callable[[str], None]  # a line for the person at the terminal (the CLI's stdout)
 
 
 class Signals:
@@ -85,9 +88,13 @@ def check_ports(agents: Sequence[AgentSpec]) -> None:
 
 @contextlib.asynccontextmanager
 async def _registry(
-    settings: RegistrySettings, listing: Callable[[], Sequence[Listed]], http: httpx.AsyncClient
+    settings: RegistrySettings,
+    listing: Callable[[], Sequence[Listed]],
+    http: httpx.AsyncClient,
+    announce: Announce,
 ) -> AsyncIterator[None]:
-    """The registry app and its console served and every agent's health polled, all stopped on exit."""
+    """The registry app and its console served and every agent's health polled, all stopped on exit. `announce`
+    shows a person at the terminal the console's one-time sign-in link, when it has no operators."""
     sock = _bind(settings)
     limits = ServerSettings(host=settings.host, port=settings.port)  # an agent's default limits
     hub, gate = Hub(listing), Gate(Operators.from_settings(settings.operators))
@@ -99,7 +106,8 @@ async def _registry(
         log.info("registry at http://%s:%d/agents", settings.host, settings.port)
         _log_console(settings, gate)
         try:
-            yield
+            with _sign_in_links(gate, _console_url(settings), announce):
+                yield
         finally:
             polling.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -110,16 +118,46 @@ async def _registry(
             sock.close()
 
 
+def _console_url(settings: RegistrySettings) -> str:
+    host = "127.0.0.1" if settings.host in ("0.0.0.0", "::", "") else settings.host
+    return f"http://{host}:{settings.port}{CONSOLE_PATH}"
+
+
 def _log_console(settings: RegistrySettings, gate: Gate) -> None:
-    url = f"http://{settings.host}:{settings.port}/console"
-    if gate.loopback_only:
-        log.warning(
-            "console at %s answers loopback only, without sign-in: no operators in the fleet file "
-            "(registry.operators: [{name, key_env}])",
+    url = _console_url(settings)
+    if gate.links is not None:
+        log.info(
+            "console at %s: no operators in the fleet file (registry.operators: [{name, key_env}]), so it signs in "
+            "with the one-time link printed on stdout",
             url,
         )
     else:
         log.info("console at %s (%d operators sign in with their keys)", url, len(settings.operators))
+
+
+@contextlib.contextmanager
+def _sign_in_links(gate: Gate, console: str, announce: Announce) -> Iterator[None]:
+    """A console without operators: its first one-time link shown now, and a new one at each SIGUSR1.
+
+    The link goes to `announce` (the CLI's stdout), never to the log: the log may be kept in a file, and the link
+    is a credential until it is used."""
+    links = gate.links
+    if links is None:
+        yield
+        return
+
+    def show() -> None:
+        minutes = links.lifetime / 60
+        again = f"`kill -USR1 {os.getpid()}` prints another"
+        announce(f"console sign-in: {console}{SIGN_IN_PATH}?token={links.issue()}   (once, {minutes:.0f} min; {again})")
+
+    loop = asyncio.get_running_loop()
+    show()
+    loop.add_signal_handler(signal.SIGUSR1, show)
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGUSR1)
 
 
 def console_key() -> str:
@@ -138,21 +176,22 @@ async def _poll_health(listing: Callable[[], Sequence[Listed]], http: httpx.Asyn
         await asyncio.sleep(interval)
 
 
-async def run_fleet(fleet: Fleet, on_running: OnRunning | None = None) -> None:
+async def run_fleet(fleet: Fleet, announce: Announce, on_running: OnRunning | None = None) -> None:
     """Supervise every agent, serve the registry and (when loaded from paths) apply config changes, until signalled.
 
-    `on_running` is called each time an agent's /health first answers."""
+    `announce` shows the console's sign-in link; `on_running` is called each time an agent's /health first
+    answers."""
     locks = StateLocks()
     try:
         for spec in fleet.agents:
             locks.claim(spec)
         check_ports(fleet.agents)
-        await _run_claimed(fleet, locks, on_running)
+        await _run_claimed(fleet, locks, announce, on_running)
     finally:
         locks.release_all()
 
 
-async def _run_claimed(fleet: Fleet, locks: StateLocks, on_running: OnRunning | None) -> None:
+async def _run_claimed(fleet: Fleet, locks: StateLocks, announce: Announce, on_running: OnRunning | None) -> None:
     with Signals().installed() as signals:
         async with httpx.AsyncClient(timeout=10) as http:
             running = _noting_all_running(fleet, on_running)
@@ -162,7 +201,7 @@ async def _run_claimed(fleet: Fleet, locks: StateLocks, on_running: OnRunning | 
             def listing() -> list[Listed]:
                 return [*supervisor.agents(), *remotes]
 
-            async with _registry(fleet.registry, listing, http):
+            async with _registry(fleet.registry, listing, http, announce):
                 for spec in fleet.agents:
                     supervisor.start(spec)
                 watching = watch_fleet(fleet, supervisor, locks, signals.stop) if fleet.sources else None
@@ -209,9 +248,9 @@ async def _stop_agents(supervisor: Supervisor, watcher: asyncio.Task[None] | Non
     log.info("fleet stopped")
 
 
-async def run_registry(remotes: Sequence[RemoteSpec], settings: RegistrySettings) -> None:
+async def run_registry(remotes: Sequence[RemoteSpec], settings: RegistrySettings, announce: Announce) -> None:
     """A registry of agents run elsewhere (docker compose: one container per agent), until signalled."""
     agents = [RemoteAgent(spec) for spec in remotes]
     with Signals().installed() as signals:
-        async with httpx.AsyncClient(timeout=10) as http, _registry(settings, lambda: agents, http):
+        async with httpx.AsyncClient(timeout=10) as http, _registry(settings, lambda: agents, http, announce):
             await signals.stop.wait()

@@ -56,7 +56,8 @@ class AgentMetrics:
         self._egress = Counter(
             "a2a_wrapper_egress_decisions",
             "Connections out of the sandbox by the egress proxy's decision: allow, deny, or ask-denied (a rule said "
-            "ask, which a proxy cannot put to a person, so it denied).",
+            "ask, which a proxy cannot put to a person, so it denied), or busy (refused unread: the proxy had its "
+            "cap of connections open).",
             ["decision"],
             registry=self.registry,
         )

@@ -17,6 +17,7 @@ from a2a_wrapper.frontend.metrics import TurnClock
 from a2a_wrapper.guard import GuardVerdict
 from a2a_wrapper.guard.turn import TurnGuard
 from a2a_wrapper.permissions.approvals import Pending
+from a2a_wrapper.sandbox.control_files import Repair
 from a2a_wrapper.shield.decision import Decision
 from a2a_wrapper.workspaces import Change, WorkspaceError
 
@@ -50,6 +51,7 @@ class TaskReporter:
         self._thought: list[str] = []
         self._usage = Usage()
         self.metadata: dict[str, Any] = {}
+        self.after_turn: Callable[[], Awaitable[Repair | None]] | None = None  # the workspace checked at the end
         # per-task workspace: the context's change so far, reported at the turn's end (workspaces/)
         self.workspace_change: Callable[[], Awaitable[Change | None]] | None = None
         self.workspace_folder: Path | None = None  # the copy: a tool's path in it is named as the change names it
@@ -224,7 +226,12 @@ class TaskReporter:
         metadata = {META: {**self.metadata, "usage": _usage(self._usage)}}
         if verdict.findings:
             metadata[META]["guard"] = verdict.metadata()
-        sentence = self._guard.sentence(done.sentence)
+        said = [done.sentence]
+        repaired = await self.after_turn() if self.after_turn is not None else None
+        if repaired:
+            metadata[META]["controlFiles"] = repaired.data()
+            said.append(repaired.sentence())
+        sentence = self._guard.sentence(" ".join(part for part in said if part))
         message = self._updater.new_agent_message([new_text_part(sentence)]) if sentence else None
         await self._updater.update_status(_STATES[done.outcome], message=message, metadata=metadata)
         self.clock.end(done.outcome)

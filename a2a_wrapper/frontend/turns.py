@@ -10,6 +10,7 @@ turn.
 """
 
 import asyncio
+import functools
 import logging
 import time
 from collections import Counter
@@ -29,6 +30,8 @@ from a2a_wrapper.frontend.operator.feed import Feed
 from a2a_wrapper.frontend.reporter import TaskReporter
 from a2a_wrapper.permissions.approvals import Answer, NotAnAnswer, Pending, read_answer
 from a2a_wrapper.permissions.gate import PermissionGate
+from a2a_wrapper.sandbox.control_files import Repair
+from a2a_wrapper.sandbox.control_watch import ControlWatch
 from a2a_wrapper.shield.decision import Decision
 from a2a_wrapper.shield.rules import Approver
 from a2a_wrapper.state.sessions import ContextKey, SessionMap
@@ -71,6 +74,7 @@ class LiveTurn:
     deadline: asyncio.Task[None] | None = field(default=None, repr=False)
     steps: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)  # one request, or the deadline, drives it
     answered: Claim | None = None  # who answered the last request it waited on
+    watched: bool = False  # its workspace's control files are still to be checked after it
     activity: str = "Starting the turn."  # what the console shows it doing; never changed per text delta
     started_at: float = field(default_factory=time.time)
     updated_at: float = field(default_factory=time.time)
@@ -132,9 +136,11 @@ class Turns:
         locks: ContextLocks,
         turn_timeout: float,
         approvers: tuple[Approver, ...] = ("caller",),
+        watch: ControlWatch | None = None,
         workspaces: Workspaces | None = None,
     ) -> None:
         self._backend = backend
+        self._watch = watch  # the workspace's control files, checked after each turn (in place)
         self._workspaces = workspaces  # per-task workspaces: each turn's end reports its context's change
         self._sessions = sessions
         self._gate = gate
@@ -147,6 +153,7 @@ class Turns:
         self.approvers = approvers  # who may answer an approval (a question: anyone)
         self.feed = Feed()
         self._claims = Claims()
+        self._checks: set[asyncio.Task[Repair]] = set()  # workspace checks after turns, running
 
     def live(self, task_id: str) -> LiveTurn | None:
         return self._live.get(task_id)
@@ -251,6 +258,7 @@ class Turns:
             await _reject(live, CANCELED)
             await _abort(live.turn)
             await _closed(live)
+            await self._checked(live)
         else:
             live.canceled = True
             if live.deadline is not None:
@@ -266,6 +274,7 @@ class Turns:
             return
         live.stopping = True
         await asyncio.shield(_abort(live.turn))  # runs on if this request is cancelled: no other abort follows
+        await self._checked(live)
 
     async def shutdown(self, grace: float = 10.0) -> None:
         """Abort live turns; running ones end `failed` with a sentence. Waits for them at most `grace` s."""
@@ -277,11 +286,14 @@ class Turns:
         await asyncio.gather(*(_abort(live.turn) for live in [*self._live.values(), *waiting]))
         for live in waiting:
             await _closed(live)
+            await self._checked(live)
         try:
             async with asyncio.timeout(grace):
                 await self._drained.wait()
         except TimeoutError:
             log.warning("%d turn(s) still running after %.0f s of shutdown", len(self._live), grace)
+        if self._checks:
+            await asyncio.wait(self._checks, timeout=grace)
         self.feed.close()  # the console's streams end: they must not hold up the server's shutdown
 
     async def _start(self, scope: TurnScope, prompt: Prompt, reporter: TaskReporter) -> LiveTurn | None:
@@ -297,8 +309,17 @@ class Turns:
             reporter.workspace_change = partial(self._workspaces.change, scope.key)
             reporter.workspace_folder = opened.directory
         await reporter.working()
+        if self._watch is not None:
+            try:
+                await self._watch.begin()
+            except OSError as exc:  # fail closed: a turn whose workspace cannot be checked after it does not run
+                await reporter.finish(Done(outcome="failed", sentence=f"The workspace could not be read: {exc}"))
+                self._locks.release(scope.key)
+                return None
         turn = self._backend.turn(Session(opened.id, opened.created, opened.directory), prompt)
         live = LiveTurn(turn, events_of(turn), reporter, scope, prompt, self._turn_timeout)
+        live.watched = self._watch is not None
+        reporter.after_turn = functools.partial(self._checked, live)
         self._live[scope.task_id] = live
         self._drained.clear()
         self.feed.bump()
@@ -343,6 +364,7 @@ class Turns:
                     if isinstance(event, Done):
                         if not live.canceled:
                             await live.reporter.finish(self._ending(event))
+                        await self._checked(live)  # a canceled turn's, for the audit
                         await _closed(live)
                         return True
                     if await self._handle(event, live, more_ready):
@@ -355,6 +377,7 @@ class Turns:
         except asyncio.CancelledError:
             if not live.stopping:
                 await asyncio.shield(_abort(live.turn))
+                await self._checked(live)
             raise
         finally:
             live.budget -= loop.time() - started
@@ -393,6 +416,18 @@ class Turns:
         if not more_ready:
             await reporter.batch_end()
         return False
+
+    async def _checked(self, live: LiveTurn) -> Repair | None:
+        """The workspace's control files put back after the turn (once, whichever way it ended): for its final
+        status, through the reporter, or for the audit alone when the turn ends with no status of its own."""
+        if self._watch is None or not live.watched:
+            return None
+        live.watched = False
+        scope = live.scope
+        check = asyncio.create_task(self._watch.end(scope.context_id, scope.task_id, scope.caller))
+        self._checks.add(check)  # shutdown waits for it
+        check.add_done_callback(self._checks.discard)
+        return await asyncio.shield(check)  # runs to its end when the request ending the turn is cancelled
 
     def _note(self, live: LiveTurn, activity: str) -> None:
         """What the turn is doing now, for the console."""

@@ -84,12 +84,12 @@ class Sandbox:
         self._bwrap = await asyncio.to_thread(checked_bwrap)
         workdir = self._settings.backend.workdir
         workdir.mkdir(parents=True, exist_ok=True)
-        self._masked, self._read_only = denied_paths(self._settings.shield, workdir)
+        self._masked, self._read_only = self._denied()
         self._sockets = _sockets_folder(self._sockets)
         for folder in (self._sockets / "wrapper", self._sockets / "backend"):
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             folder.chmod(0o700)  # no other user of this machine may use them
-        self._proxy = EgressProxy(self.wrapper_socket(EGRESS_SOCKET), self._egress, self._record)
+        self._proxy = EgressProxy(self.wrapper_socket(EGRESS_SOCKET), self._egress, self._record, busy=self._busy)
         await self._proxy.start()
         log.info(
             "[%s] sandbox: %s writable; endpoints %s; every other host through the egress proxy",
@@ -133,6 +133,8 @@ class Sandbox:
         `(source, path)` of `given` (config the wrapper made for it) read-only at `path`, over its own folders,
         and each `(name, port)` of `serve` a port inside reached at `served_socket(name)`."""
         assert self._bwrap is not None and self._proxy is not None, "start() first"
+        # What exists now, not at the agent's start: a renamed folder must not leave a bind with no source.
+        self._masked, self._read_only = self._denied()
         plan = self.plan(own, programs)
         for path in plan.writable:
             path.mkdir(parents=True, exist_ok=True)  # a bind needs its source
@@ -141,6 +143,12 @@ class Sandbox:
         plan.serve = [(held.detach(), port) for held, port in listening]
         argv = plan.command(self._bwrap, argv, new_session=new_session)
         return Wrapped(argv, {**env, **plan.environment()}, tuple(descriptor for descriptor, _ in plan.serve))
+
+    def _denied(self) -> tuple[list[Path], list[Path]]:
+        """(masked, read-only) in the workdir as it is now; its control files only when the agent works in place
+        (per task, the workdir is the folder of the copies: see workspaces/)."""
+        in_place = self._settings.workspace.mode == "in_place"
+        return denied_paths(self._settings.shield, self._settings.backend.workdir, controls=in_place)
 
     def plan(self, own: Iterable[Path], programs: Iterable[Path] = ()) -> SandboxPlan:
         workdir = self._settings.backend.workdir.resolve()
@@ -162,7 +170,7 @@ class Sandbox:
         """What the backend can touch, for /health and `a2a-wrap check` (which calls it before any start)."""
         masked, read_only = self._masked, self._read_only
         if self._bwrap is None:  # not started: what a start would find
-            masked, read_only = denied_paths(self._settings.shield, self._settings.backend.workdir)
+            masked, read_only = self._denied()
             try:
                 mechanism = f"bubblewrap at {checked_bwrap()}, checked on this machine"
             except SandboxUnavailable as exc:
@@ -180,6 +188,10 @@ class Sandbox:
                 *map(str, plan.readable),
             ],
             "hidden": ["your home folder", "the wrapper's state", *map(str, masked)],
+            "read_only": [
+                "the backend's config folder and files, made anew by the wrapper at each start",
+                f"the sockets the wrapper serves ({SOCKETS_INSIDE})",
+            ],
             "read_only_in_workspace": [str(p) for p in read_only],
             "network": {
                 "direct": "none (own network namespace)",
@@ -211,6 +223,12 @@ class Sandbox:
                     "point backend.workdir, backend.env folders and runtime.read/write at folders of their own"
                 )
 
+    def _busy(self) -> None:
+        """A connection refused because the egress proxy had its cap open: counted, never audited (a flood
+        would flood the audit)."""
+        if self._counter is not None:
+            self._counter("busy")
+
     async def _record(self, decision: EgressDecision, wait_ms: float) -> None:
         if self._counter is not None:
             self._counter(decision.outcome)
@@ -224,7 +242,7 @@ class Sandbox:
             caller="",
             tool="egress",
             cls="network",
-            target=str(decision.destination),
+            target=decision.target,
             decision="allow" if decision.allowed else "deny",
             rule=decision.rule,
             decided_by="sandbox",

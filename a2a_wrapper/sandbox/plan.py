@@ -20,12 +20,15 @@ tree dies with the wrapper (`--die-with-parent`, and the PID namespace ends with
 """
 
 import json
+import logging
 import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from a2a_wrapper.sandbox import bridge
+
+log = logging.getLogger(__name__)
 
 SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
 SYSTEM_SECRETS = (
@@ -113,7 +116,7 @@ class SandboxPlan:
         for path in dict.fromkeys([self.workdir, *self.writable]):
             options += ["--bind", str(path), str(path)]
         for path in self.read_only:
-            options += ["--ro-bind", str(path), str(path)]
+            options += _read_only(path)
         for source, target in self.overlays:
             options += ["--ro-bind", str(source), str(target)]
         for path in self.masked:
@@ -130,6 +133,14 @@ class SandboxPlan:
         }
         # The real interpreter: a venv's `bin/python` is a link through folders the sandbox may not have.
         return [os.path.realpath(sys.executable), "-I", "-S", bridge.__file__, json.dumps(spec), "--", *argv]
+
+
+def _read_only(path: Path) -> list[str]:
+    """A missing source would stop bubblewrap, and with it every start of the backend: skipped, said in the log."""
+    if path.is_symlink() or not path.exists():
+        log.warning("sandbox: %s is gone or is now a link since the workspace was searched; not bound", path)
+        return []
+    return ["--ro-bind", str(path), str(path)]
 
 
 def _mask(path: Path) -> list[str]:

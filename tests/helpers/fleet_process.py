@@ -44,14 +44,20 @@ def port_of(config: Path) -> int:
 
 
 class FleetProcess:
-    """`a2a-wrap fleet ...` in a subprocess; its log lines kept so that tests can wait for one."""
+    """`a2a-wrap fleet ...` in a subprocess; its log lines (stderr) and what it prints (stdout) kept, so that tests
+    can wait for one."""
 
     def __init__(self, process: asyncio.subprocess.Process, registry: str) -> None:
         self.process = process
         self.registry = registry
         self.lines: list[str] = []
+        self.out: list[str] = []
         self._changed = asyncio.Condition()
-        self._reader = asyncio.create_task(self._read())
+        assert process.stderr is not None and process.stdout is not None
+        self._readers = [
+            asyncio.create_task(self._read(process.stderr, self.lines)),
+            asyncio.create_task(self._read(process.stdout, self.out)),
+        ]
 
     @classmethod
     async def start(
@@ -62,42 +68,43 @@ class FleetProcess:
         env = {k: v for k, v in os.environ.items() if not k.startswith("A2A_WRAP_")} | (env_extra or {})
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "a2a_wrapper", *args, "--port", str(port),
-            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             env=env,
         )  # fmt: skip
         return cls(process, f"http://127.0.0.1:{port}")
 
-    async def _read(self) -> None:
-        assert self.process.stderr is not None
-        async for raw in self.process.stderr:
+    async def _read(self, stream: asyncio.StreamReader, lines: list[str]) -> None:
+        async for raw in stream:
             async with self._changed:
-                self.lines.append(raw.decode(errors="replace").rstrip())
+                lines.append(raw.decode(errors="replace").rstrip())
                 self._changed.notify_all()
 
-    async def wait_for_line(self, pattern: str, timeout: float = 60) -> str:
+    async def wait_for_line(self, pattern: str, timeout: float = 60, printed: bool = False) -> str:
+        """The first log line (`printed`: stdout line) matching `pattern`, waited for."""
         regex = re.compile(pattern)
+        lines = self.out if printed else self.lines
         try:
             async with asyncio.timeout(timeout), self._changed:
                 seen = 0
                 while True:
-                    for line in self.lines[seen:]:
+                    for line in lines[seen:]:
                         if regex.search(line):
                             return line
-                    seen = len(self.lines)
+                    seen = len(lines)
                     await self._changed.wait()
         except TimeoutError:
-            raise AssertionError(f"no log line matches {pattern!r}; fleet log:\n{self.log()}") from None
+            raise AssertionError(f"no line matches {pattern!r}; fleet log:\n{self.log()}") from None
 
     async def stop(self, sig: signal.Signals = signal.SIGTERM, timeout: float = 60) -> int:
         if self.process.returncode is None:
             self.process.send_signal(sig)
         async with asyncio.timeout(timeout):
             code = await self.process.wait()
-        await self._reader
+        await asyncio.gather(*self._readers)
         return code
 
     def log(self) -> str:
-        return "\n".join(self.lines[-60:])
+        return "\n".join(["stdout:", *self.out[-20:], "stderr:", *self.lines[-60:]])
 
 
 async def agents(http: httpx.AsyncClient, registry: str, query: str = "") -> dict[str, dict[str, Any]]:

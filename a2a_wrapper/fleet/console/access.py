@@ -1,24 +1,26 @@
-"""Who may use the console, checked on every request.
+"""Who may use the console, checked on every request: a signed-in session, always.
 
-With operators configured, the page and the API need a signed-in session. Without operators, nobody signs in:
-only a loopback peer is served (as operator "local"), and only under a loopback host name, so that a web page
-elsewhere cannot reach it through DNS rebinding. Every action (a POST) needs, besides, the session's CSRF token
-(the X-CSRF-Token header, or a form's `csrf` field) and, when the browser sends an Origin, one matching the Host.
+No peer is trusted for its address: a request from loopback is as anonymous as one from elsewhere (an agent's
+tool whose egress reached the registry's port comes from loopback too). An operator signs in with a name and a
+key (registry.operators in the fleet file); with no operators configured, the fleet prints a one-time sign-in
+link on its terminal (links.py), and whoever opens it signs in as operator "owner". Either way the browser then
+holds a session cookie (HttpOnly, SameSite=Strict, Secure over TLS).
+
+Every action (a POST) needs, besides, the session's CSRF token (the X-CSRF-Token header, or a form's `csrf`
+field) and, when the browser sends an Origin, one matching the Host.
 """
 
 import hmac
-import ipaddress
-import secrets
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
 
-from a2a_wrapper.fleet.console.operators import LOCAL_OPERATOR, Operators, Sessions
+from a2a_wrapper.fleet.console.links import SignInLinks
+from a2a_wrapper.fleet.console.operators import Operators, Sessions
 
 SESSION_COOKIE = "a2a_console"
 CSRF_HEADER = "x-csrf-token"
-LOOPBACK_NAMES = ("localhost",)
 SAME_SITE = ("same-origin", "none")  # Sec-Fetch-Site of the console's own page, and of what the user typed
 
 
@@ -34,30 +36,11 @@ class Gate:
     def __init__(self, operators: Operators, sessions: Sessions | None = None) -> None:
         self.operators = operators
         self.sessions = sessions or Sessions()
-        self._local = Visitor(LOCAL_OPERATOR, secrets.token_urlsafe(32))
-
-    @property
-    def loopback_only(self) -> bool:
-        return not self.operators.configured
-
-    def refusal(self, request: Request) -> str | None:
-        """Why this request may not reach the console at all; None when it may."""
-        if not self.loopback_only:
-            return None
-        peer = request.client.host if request.client else ""
-        if not is_loopback_address(peer):
-            return (
-                "this console has no operators (registry.operators in the fleet file), so it answers only "
-                "on the registry's own machine, over loopback"
-            )
-        if not is_loopback_host(request.headers.get("host", "")):
-            return "this console has no operators, so it answers only under a loopback name (127.0.0.1, localhost)"
-        return None
+        # No operators: the only way in is a one-time link the fleet prints; with operators, there is none.
+        self.links = None if operators.configured else SignInLinks()
 
     def visitor(self, request: Request) -> Visitor | None:
         """The operator behind this request; None when nobody is signed in."""
-        if self.loopback_only:
-            return self._local
         session = self.sessions.find(request.cookies.get(SESSION_COOKIE))
         return Visitor(session.operator, session.csrf) if session is not None else None
 
@@ -87,16 +70,3 @@ def foreign_origin(request: Request) -> str | None:
     if urlsplit(origin).netloc.casefold() != request.headers.get("host", "").casefold():
         return f"a request from {origin!r} is not one from this console's own page"
     return None
-
-
-def is_loopback_address(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def is_loopback_host(host_header: str) -> bool:
-    """The Host header names this machine: 127.0.0.1, [::1] or localhost, with any port."""
-    hostname = urlsplit("//" + host_header).hostname or ""
-    return hostname in LOOPBACK_NAMES or is_loopback_address(hostname)

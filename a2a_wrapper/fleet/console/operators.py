@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from a2a_wrapper.fleet.fleet_file import Operator
 
-LOCAL_OPERATOR = "local"  # who decides when no operators are configured and the console answers loopback only
+LINK_OPERATOR = "owner"  # who signs in with the fleet's one-time link (no operators configured): its owner
 SESSION_LIFETIME = 12 * 3600.0
 MAX_SESSIONS = 256
 
@@ -31,7 +31,7 @@ class Operators:
 
     @property
     def configured(self) -> bool:
-        """False: nobody signs in, and the console answers loopback peers only."""
+        """False: the console is entered only through the one-time links the fleet prints (links.py)."""
         return bool(self._keys)
 
     def check(self, name: str, key: str) -> bool:

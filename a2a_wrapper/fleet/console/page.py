@@ -1,6 +1,6 @@
-"""The console's HTML: the page (with the session's CSRF token in a meta tag) and the sign-in form, from the
-templates in static/, every value put in escaped. The page's script and style are files of their own: the
-content security policy allows no inline ones."""
+"""The console's HTML: the page (with the session's CSRF token in a meta tag) and the two ways to sign in (an
+operator's form, the one-time link's page), from the templates in static/, every value put in escaped. The page's
+script and style are files of their own: the content security policy allows no inline ones."""
 
 import html
 import re
@@ -10,10 +10,11 @@ from importlib import resources
 from starlette.responses import HTMLResponse, Response
 
 STATIC_TYPES = {"console.js": "text/javascript", "console.css": "text/css"}  # the files a browser may fetch
-LOOPBACK_BANNER = (
-    "No operators are configured (registry.operators in the fleet file): this console answers only on this "
-    "machine, over loopback, without sign-in; decisions are made as operator “local”."
+LINK_BANNER = (
+    "No operators are configured (registry.operators in the fleet file): you signed in with the fleet's one-time "
+    "link, and your decisions are recorded as operator “owner”."
 )
+SIGN_IN_SLOT = "<!-- how to sign in -->"  # in signin.html, where one way to sign in goes
 _SLOT = re.compile(r"\{\{(\w+)\}\}")
 
 
@@ -26,13 +27,24 @@ def _render(template: str, **values: str) -> str:
     return _SLOT.sub(lambda match: html.escape(values[match[1]]), _text(template))
 
 
-def console_page(operator: str, csrf: str, loopback_only: bool) -> HTMLResponse:
-    banner = LOOPBACK_BANNER if loopback_only else ""
+def console_page(operator: str, csrf: str, signed_in_by_link: bool) -> HTMLResponse:
+    banner = LINK_BANNER if signed_in_by_link else ""
     return HTMLResponse(_render("console.html", operator=operator, csrf=csrf, banner=banner))
 
 
 def sign_in_form(message: str = "", status_code: int = 200) -> HTMLResponse:
-    return HTMLResponse(_render("signin.html", message=message), status_code=status_code)
+    """An operator's name and key, posted to /console/login."""
+    return _sign_in_page("signin-key.html", message, status_code)
+
+
+def link_sign_in(message: str = "", status_code: int = 200) -> HTMLResponse:
+    """How to sign in to a console without operators: with the link the fleet printed (and how to get another)."""
+    return _sign_in_page("signin-link.html", message, status_code)
+
+
+def _sign_in_page(way: str, message: str, status_code: int) -> HTMLResponse:
+    page = _text("signin.html").replace(SIGN_IN_SLOT, _render(way, message=message))
+    return HTMLResponse(page, status_code=status_code)
 
 
 def static_file(name: str) -> Response:

@@ -1,14 +1,16 @@
 """The console's routes on the registry's port, under /console:
 
-GET  /console                               the page (signed in) or the sign-in form
-POST /console/login, /console/logout        a session cookie opened or closed
+GET  /console                               the page (signed in), else how to sign in (a form, or the link's page)
+POST /console/login, /console/logout        a session cookie opened (an operator's name and key) or closed
+GET  /console/signin?token=TOKEN            a session cookie opened by the fleet's one-time link (no operators)
 GET  /console/static/{name}                 the page's script and style
-GET  /console/api/state                     {"operator", "loopbackOnly", "agents": [entry + tasks, approvals, console]}
+GET  /console/api/state                     {"operator", "agents": [entry + tasks, approvals, console]}
 GET  /console/api/events                    the same body as server-sent events, on every change
 POST /console/api/approvals/{agent}/{id}    {"option"}: forwarded to the agent as the signed-in operator
 GET  /console/api/audit                     ?agent=&decision=&caller=&limit=: the agents' audits merged, newest first
 
-Every request passes the gate (access.py); every POST carries the CSRF token and no foreign Origin.
+Every request but sign-in and the static files needs a session (access.py); every POST carries the CSRF token
+and no foreign Origin. No peer address is trusted: a loopback request without a session is refused like any.
 """
 
 import asyncio
@@ -26,8 +28,9 @@ from starlette.routing import Route
 from a2a_wrapper.fleet.console import agent_api
 from a2a_wrapper.fleet.console.access import CSRF_HEADER, SESSION_COOKIE, Gate, Visitor, foreign_origin
 from a2a_wrapper.fleet.console.hub import Hub
-from a2a_wrapper.fleet.console.operators import SESSION_LIFETIME
-from a2a_wrapper.fleet.console.page import console_page, sign_in_form, static_file
+from a2a_wrapper.fleet.console.links import SIGN_IN_PATH
+from a2a_wrapper.fleet.console.operators import LINK_OPERATOR, SESSION_LIFETIME
+from a2a_wrapper.fleet.console.page import console_page, link_sign_in, sign_in_form, static_file
 from a2a_wrapper.fleet.registry import CONSOLE_PATH, Listed
 
 log = logging.getLogger(__name__)
@@ -59,6 +62,7 @@ class ConsoleRoutes:
         return [
             Route(CONSOLE_PATH, self._open(self.page, api=False), methods=["GET"]),
             Route(CONSOLE_PATH + "/login", self.login, methods=["POST"]),
+            Route(CONSOLE_PATH + SIGN_IN_PATH, self.sign_in_with_link, methods=["GET"]),
             Route(CONSOLE_PATH + "/logout", self._open(self.logout, api=False), methods=["POST"]),
             Route(CONSOLE_PATH + "/static/{name}", self.static, methods=["GET"]),
             Route(CONSOLE_PATH + "/api/state", self._open(self.state), methods=["GET"]),
@@ -68,46 +72,64 @@ class ConsoleRoutes:
         ]
 
     def _open(self, handler: Handler, api: bool = True) -> Callable[[Request], Awaitable[Response]]:
-        """`handler` behind the gate: refused peers get a 403, visitors not signed in the form (or a 401)."""
+        """`handler` for signed-in visitors; anyone else, from whatever address, gets how to sign in (or a 401)."""
 
         async def gated(request: Request) -> Response:
-            refusal = self.gate.refusal(request)
-            if refusal is not None:
-                return _error(refusal, 403) if api else Response(refusal, 403, media_type="text/plain")
             visitor = self.gate.visitor(request)
             if visitor is None:
-                return _error("sign in first, at /console", 401) if api else sign_in_form()
+                return _error("sign in first, at /console", 401) if api else self._how_to_sign_in()
             return await handler(request, visitor)
 
         return gated
 
+    def _how_to_sign_in(self, message: str = "", status_code: int = 200) -> Response:
+        if self.gate.links is not None:
+            return link_sign_in(message, status_code)
+        return sign_in_form(message, status_code)
+
     async def page(self, request: Request, visitor: Visitor) -> Response:
-        return console_page(visitor.operator, visitor.csrf, self.gate.loopback_only)
+        return console_page(visitor.operator, visitor.csrf, signed_in_by_link=self.gate.links is not None)
 
     async def static(self, request: Request) -> Response:
-        refusal = self.gate.refusal(request)
-        if refusal is not None:
-            return Response(refusal, 403, media_type="text/plain")
         return static_file(request.path_params["name"])
 
     async def login(self, request: Request) -> Response:
-        refusal = self.gate.refusal(request) or foreign_origin(request)
+        refusal = foreign_origin(request)
         if refusal is not None:
             return Response(refusal, 403, media_type="text/plain")
-        if self.gate.loopback_only:
-            return RedirectResponse(CONSOLE_PATH, status_code=303)
+        if self.gate.links is not None:
+            return link_sign_in("This console has no operators: it signs in with the fleet's link.", 403)
         form = await _form(request)
         name, key = form.get("name", ""), form.get("key", "")
         if not self.gate.operators.check(name, key):
-            async with self._failed_sign_ins:
-                await asyncio.sleep(FAILED_SIGN_IN_DELAY)
+            await self._pace_failure()
             log.warning("console: a failed sign-in as %r from %s", name[:64], request.client and request.client.host)
             return sign_in_form("That name and key are not an operator's of this registry.", status_code=401)
         log.info("console: %s signed in", name)
+        return self._session_opened(request, name)
+
+    async def sign_in_with_link(self, request: Request) -> Response:
+        """The fleet's one-time link: a session for its owner, once; every later use refused with a sentence."""
+        if self.gate.links is None:
+            return sign_in_form("This console signs in operators with their keys; it has no sign-in links.", 404)
+        refusal = self.gate.links.redeem(request.query_params.get("token", ""))
+        if refusal is not None:
+            await self._pace_failure()
+            log.warning("console: a refused sign-in link from %s", request.client and request.client.host)
+            return link_sign_in(refusal, status_code=401)
+        log.info("console: %s signed in with the one-time link", LINK_OPERATOR)
+        return self._session_opened(request, LINK_OPERATOR)
+
+    async def _pace_failure(self) -> None:
+        async with self._failed_sign_ins:
+            await asyncio.sleep(FAILED_SIGN_IN_DELAY)
+
+    def _session_opened(self, request: Request, operator: str) -> Response:
+        """To the console, with the new session's cookie (Secure when the request came over TLS)."""
         response = RedirectResponse(CONSOLE_PATH, status_code=303)
         response.set_cookie(
             SESSION_COOKIE,
-            self.gate.sessions.open(name),
+            self.gate.sessions.open(operator),
             max_age=int(SESSION_LIFETIME),
             path=CONSOLE_PATH,
             secure=request.url.scheme == "https",
@@ -126,7 +148,7 @@ class ConsoleRoutes:
         return response
 
     def _state(self, visitor: Visitor) -> dict[str, Any]:
-        return {"operator": visitor.operator, "loopbackOnly": self.gate.loopback_only, "agents": self.hub.snapshot()}
+        return {"operator": visitor.operator, "agents": self.hub.snapshot()}
 
     async def state(self, request: Request, visitor: Visitor) -> Response:
         return JSONResponse(self._state(visitor))

@@ -17,8 +17,9 @@ Headers still incomplete past 16 KiB get 400 and the connection closes (h11's bo
 Past its deadline the connection closes. A close while the client is still sending lingers (`lingering_close`),
 so the response sent before it is not lost to a reset. Reading a body the app wants is bounded in the app
 (BodyLimit, which can still answer 408). Nothing bounds writing a response: a long SSE stream runs until it ends.
-A connection opened while `max_connections` are open gets 503 in the binding's shape for its request, and is
-closed.
+Connections are admitted per peer (admission.py): past a peer's share (`max_connections_per_peer`) or the whole
+(`max_connections`), a few get 503 in the binding's shape for their request and are closed; the rest are closed
+at once.
 """
 
 import asyncio
@@ -30,6 +31,7 @@ import httptools
 from starlette.types import Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from a2a_wrapper.frontend.edge.admission import DROP, UNKNOWN_PEER, Admission, Verdict, peer_of
 from a2a_wrapper.frontend.edge.lingering_close import LingeringTransport
 from a2a_wrapper.frontend.edge.refusal import BUSY, client_name, refuse
 
@@ -44,20 +46,25 @@ class ConnectionLimits:
     header_timeout: float
     body_timeout: float
     max_connections: int
+    max_connections_per_peer: int
 
 
 def limited_protocol(limits: ConnectionLimits) -> type[HttpToolsProtocol]:
     """uvicorn's httptools protocol bound by `limits`, for `uvicorn.Config(http=…)` (which builds one per
-    connection)."""
+    connection); the connections it serves are counted together, per peer."""
 
     class Limited(LimitedHttpToolsProtocol):
         connection_limits = limits
+        admission = Admission(limits.max_connections, limits.max_connections_per_peer)
 
     return Limited
 
 
 class LimitedHttpToolsProtocol(HttpToolsProtocol):
     connection_limits: ClassVar[ConnectionLimits]
+    admission: ClassVar[Admission]
+    _peer: str = UNKNOWN_PEER
+    _verdict: Verdict = DROP  # counted nowhere until the connection is admitted
     _awaited: Awaited | None = None
     _deadline: asyncio.TimerHandle | None = None
     _in_headers = True  # the headers of a request are awaited: the first one's from the connection's start
@@ -68,12 +75,19 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self._lingering = LingeringTransport(transport, self._client_may_be_sending)
         super().connection_made(self._lingering)
-        if len(self.connections) > self.connection_limits.max_connections:
+        self._peer = peer_of(transport.get_extra_info("peername"))
+        self._verdict = self.admission.admit(self._peer)
+        if self._verdict.action == "drop":
+            log.debug("closed a connection from %s at once: past its caps", client_name(self.client))
+            transport.abort()  # no lingering, no answer: the descriptor is free now
+            return
+        if self._verdict.action == "refuse":
             self.app = self._refuse_busy  # answers this connection's request, then closes it
         self._watch()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        self.admission.release(self._peer, self._verdict)
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
@@ -177,10 +191,8 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self.transport.close()
 
     async def _refuse_busy(self, scope: Scope, receive: Receive, send: Send) -> None:
-        limit = self.connection_limits.max_connections
-        log.info("refused a connection from %s: %d connections are open", client_name(self.client), limit)
-        text = f"This server is holding its limit of {limit} open connections; try again shortly."
-        await refuse(scope, send, BUSY, text, close=True)
+        log.info("refused a connection from %s: %s", client_name(self.client), self._verdict.why)
+        await refuse(scope, send, BUSY, self._verdict.why, close=True)
 
 
 def _body_head(headers: list[tuple[bytes, bytes]]) -> bytes | None:

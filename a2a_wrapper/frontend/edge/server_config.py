@@ -13,7 +13,7 @@ from a2a_wrapper.frontend.edge.connection_limits import ConnectionLimits, limite
 def uvicorn_config(app: ASGIApp, server: ServerSettings, **options: Any) -> uvicorn.Config:
     """`app` on `server`'s host and port within its connection limits; `options` are further uvicorn settings
     (the graceful-shutdown grace)."""
-    limits = ConnectionLimits(server.header_timeout, server.body_timeout, server.max_connections)
+    limits = ConnectionLimits(server.header_timeout, server.body_timeout, server.max_connections, server.peer_share)
     return uvicorn.Config(
         app,
         host=server.host,
@@ -23,5 +23,7 @@ def uvicorn_config(app: ASGIApp, server: ServerSettings, **options: Any) -> uvic
         timeout_keep_alive=server.idle_timeout,  # type: ignore[arg-type]  # annotated int; used as call_later's float
         log_config=None,
         lifespan="off",
+        # uvicorn's default believes X-Forwarded-For and -Proto from 127.0.0.1: any local peer could name any address
+        proxy_headers=False,
         **options,
     )

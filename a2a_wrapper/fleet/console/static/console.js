@@ -267,10 +267,6 @@
 
   function render(state) {
     agents = state.agents || [];
-    if (state.loopbackOnly) {
-      $("signed-in").textContent = "Local operator (loopback only, no sign-in)";
-      $("logout").hidden = true;
-    }
     renderAgents();
     renderTasks();
     renderApprovals();
