@@ -197,8 +197,8 @@ class TaskReporter:
             log.warning("the workspace's change could not be read: %s", exc)
             self.metadata["workspace"] = {"error": str(exc)}
             return
-        if change is None:
-            return
+        if change is None or not change.patch:
+            return  # nothing changed since the copy was made: no artifact to read
         for file in change.files:
             await self._diff_artifact(FileDiff(path=file.path, diff=file.diff), updater)
         about: dict[str, Any] = {"branch": change.branch} if change.branch else {}
