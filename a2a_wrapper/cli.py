@@ -23,6 +23,7 @@ from a2a_wrapper.frontend.card import build_card
 from a2a_wrapper.guard import RedactingFilter, redact_value
 from a2a_wrapper.sandbox import describe_runtime
 from a2a_wrapper.shield import format_table
+from a2a_wrapper.workspaces import served_settings
 
 CONFIG_OPTION = click.option(
     "--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), help="The agent's config file."
@@ -178,7 +179,7 @@ def check(config_path: Path | None) -> None:
         stance = "on: every tool call allowed" if settings.auto_approve else "off: every tool call denied"
         click.echo(f"no shield section; autoApprove is {stance}")
     click.echo("# runtime: where the backend runs, what it can write, read and reach")
-    click.echo(json.dumps(describe_runtime(settings, None), indent=2))
+    click.echo(json.dumps(describe_runtime(served_settings(settings), None), indent=2))  # per task: the copies
 
 
 @main.group()
