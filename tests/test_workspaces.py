@@ -8,7 +8,7 @@ import pytest
 from a2a_wrapper.config.settings import AgentSettings, CardSettings
 from a2a_wrapper.config.workspace import WorkspaceSettings
 from a2a_wrapper.state.sessions import ContextKey
-from a2a_wrapper.workspaces import Workspaces, served_settings
+from a2a_wrapper.workspaces import WorkspaceError, Workspaces, served_settings
 from tests.helpers.projects import git_project, run, tree
 
 A = ContextKey("alice", "ctx-a")
@@ -134,3 +134,13 @@ def test_bad_workspace_settings_name_key_and_value(workspace: dict[str, object],
 def test_a_newcomer_works_per_task(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("A2A_WRAP_WORKSPACE__MODE", raising=False)
     assert AgentSettings(card=CardSettings(name="n")).workspace.mode == "per_task"
+
+
+def test_a_plain_copy_refuses_a_state_folder_inside_its_source(tmp_path: Path) -> None:
+    settings = AgentSettings(
+        card=CardSettings(name="w"),
+        state_dir=tmp_path / "state",
+        workspace=WorkspaceSettings(mode="per_task", source=tmp_path, copy_with="copy"),
+    )
+    with pytest.raises(WorkspaceError, match=r"inside workspace\.source"):
+        Workspaces(served_settings(settings)).check()

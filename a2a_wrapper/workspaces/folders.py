@@ -66,6 +66,11 @@ class Workspaces:
         git = copies.is_git_work_tree(self._source)
         if self._copy_with == "clone" and not git:
             raise WorkspaceError(f"workspace.copy: clone needs a git work tree; {self._source} is none")
+        if not self._clones and self._copies.resolve().is_relative_to(self._source.resolve()):
+            raise WorkspaceError(
+                f"state_dir: the copies' folder {self._copies} is inside workspace.source {self._source}, which a "
+                "plain copy would copy into itself; put the state folder elsewhere"
+            )
         if self._branch is not False and not (git and self._copy_with != "copy"):
             raise WorkspaceError(f"workspace.branch: {self._branch!r} needs workspace.copy: clone of a git source")
 
