@@ -6,9 +6,10 @@ import logging
 import os
 import signal
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import uvicorn
 from a2a.server.cluster import TaskEventStream, VersionedTaskStore
@@ -18,6 +19,8 @@ from starlette.types import ASGIApp
 
 from a2a_wrapper.backends import Backend, create_backend
 from a2a_wrapper.backends.copilot.launch import TOKEN_ENV
+from a2a_wrapper.backends.tenants import TenantPool
+from a2a_wrapper.backends.tenants.folders import tenant_settings
 from a2a_wrapper.background import cancel_and_wait
 from a2a_wrapper.config.runtimes import ProcessRuntime, SandboxRuntime
 from a2a_wrapper.config.secrets import secret_values
@@ -40,6 +43,7 @@ from a2a_wrapper.ports import bind_port
 from a2a_wrapper.push import push_service
 from a2a_wrapper.sandbox import Sandbox, describe_runtime
 from a2a_wrapper.sandbox.control_watch import ControlWatch
+from a2a_wrapper.sandbox.relayed_provider import backend_settings
 from a2a_wrapper.shield.decision import PermissionPolicy
 from a2a_wrapper.state.audit import AuditLog
 from a2a_wrapper.state.context_rules import ContextRules
@@ -96,12 +100,13 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         audit = AuditLog(engine)
         await audit.initialize()
         metrics = AgentMetrics()
-        sandbox = await stack.enter_async_context(agent_sandbox(settings, hosts_policy(policy), audit, metrics))
-        backend = create_backend(settings, sandbox)
-        stack.push_async_callback(backend.stop)
-        await backend.start()
-        tasks = await stack.enter_async_context(agent_tasks(database, engine))
+        # The backends' provider is the wrapper's model relay (up until the backends have stopped): no key inside.
+        started = await stack.enter_async_context(backend_settings(settings))
         locks = _LeasedLocks()
+        backend, tenants = await stack.enter_async_context(
+            agent_backend(started, _Launch(hosts_policy(policy), audit, metrics), locks.callers)
+        )
+        tasks = await stack.enter_async_context(agent_tasks(database, engine))
         leases = None
         if database.shared:
             leases = await stack.enter_async_context(context_leases(settings, engine, tasks, locks))
@@ -124,8 +129,10 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         await context_rules.initialize()
         gate = PermissionGate(policy, context_rules, audit, metrics.decided, settings.card.name)
         watch = control_watch(settings, audit) if workspaces is None else None  # in place only: see docs
-        turns = Turns(backend, sessions, gate, locks, settings.timeouts.turn, settings.approvers, watch, workspaces)
-        metrics.watch(backend, sessions, turns.waiting)
+        turns = Turns(
+            backend, sessions, gate, locks, settings.timeouts.turn, settings.approvers, watch, tenants, workspaces
+        )
+        metrics.watch(backend, sessions, turns.waiting, tenants.count if tenants is not None else None)
         card = build_card(with_grpc_port(settings, grpc_server))  # gRPC port 0: the free one bound
         # Stops after the handler; pushes at once the ends the last run owed (recovery has failed its lost turns).
         push = await stack.enter_async_context(push_service(settings.push, engine, tasks.readable))
@@ -146,7 +153,7 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
             settings.server.max_body_bytes,
             auth=settings.auth,
             metrics=metrics,
-            runtime=describe_runtime(settings, sandbox),
+            runtime=await asyncio.to_thread(describe_backends, started),
             body_timeout=settings.server.body_timeout,
             limits=limits,
             operator=operator_routes(settings.card.name, turns, settings.console, database),
@@ -235,6 +242,64 @@ async def context_leases(
         await leases.close()
 
 
+@dataclass(frozen=True)
+class _Launch:
+    """What starts one backend: its sandbox's host rules, the audit its egress decisions go to, the metrics."""
+
+    host_rules: PermissionPolicy | None
+    audit: AuditLog
+    metrics: AgentMetrics
+
+    @asynccontextmanager
+    async def __call__(self, settings: AgentSettings) -> AsyncIterator[Backend]:
+        """A backend started in its own sandbox (if the runtime is one); stopped, then its sandbox, on exit."""
+        async with agent_sandbox(settings, self.host_rules, self.audit, self.metrics) as sandbox:
+            backend = create_backend(settings, sandbox)
+            try:
+                await backend.start()
+                yield backend
+            finally:
+                await backend.stop()
+
+
+@asynccontextmanager
+async def agent_backend(
+    settings: AgentSettings, launch: _Launch, busy: Callable[[], Iterable[str]]
+) -> AsyncIterator[tuple[Backend, TenantPool | None]]:
+    """The agent's backend and, but for an attached one, the pool behind it: one backend per caller
+    (backends/tenants/), the anonymous caller's started now when auth is off (it is the only caller then)."""
+    if getattr(settings.backend, "base_url", None):
+        if settings.auth.callers:
+            log.warning(
+                "[%s] backend.base_url: the one OpenCode the wrapper attaches to serves every caller; their "
+                "conversations are not kept apart there",
+                settings.card.name,
+            )
+        async with launch(settings) as attached:
+            yield attached, None
+        return
+    pool = TenantPool(settings, launch, busy, warm=() if settings.auth.callers else ("",))
+    try:
+        await pool.start()
+        yield pool, pool
+    finally:
+        await pool.stop()
+
+
+def describe_backends(settings: AgentSettings) -> dict[str, Any]:
+    """Where each caller's backend runs and what bounds it (as for any one of them), for /health and `check`."""
+    if getattr(settings.backend, "base_url", None):
+        return describe_runtime(settings, None)
+    described = describe_runtime(tenant_settings(settings, "<tenant>"), None)
+    described["tenants"] = {
+        "per_caller": "each caller's own backend process, sandbox, data folder and password",
+        "folders": str(tenant_settings(settings, "<tenant>").state_dir),
+        "max_running": settings.tenants.max_running,
+        "idle_stop": settings.tenants.idle_stop,
+    }
+    return described
+
+
 @asynccontextmanager
 async def agent_sandbox(
     settings: AgentSettings, host_rules: PermissionPolicy | None, audit: AuditLog, metrics: AgentMetrics
@@ -244,7 +309,8 @@ async def agent_sandbox(
         if isinstance(settings.runtime, ProcessRuntime):
             log.warning(
                 "[%s] runtime.kind is process: the backend runs unsandboxed, with the user's rights on this machine; "
-                "only the shield's rules stand between it and your files and network",
+                "only the shield's rules stand between it and your files and network, and one caller's tools can "
+                "read another caller's backend folder",
                 settings.card.name,
             )
         yield None

@@ -21,7 +21,6 @@ from a2a_wrapper.errors import WrapperError
 from a2a_wrapper.events import KINDS, ToolKind
 from a2a_wrapper.frontend.card import build_card
 from a2a_wrapper.guard import RedactingFilter, redact_value
-from a2a_wrapper.sandbox import describe_runtime
 from a2a_wrapper.shield import format_table
 from a2a_wrapper.workspaces import served_settings
 
@@ -179,7 +178,9 @@ def check(config_path: Path | None) -> None:
         stance = "on: every tool call allowed" if settings.auto_approve else "off: every tool call denied"
         click.echo(f"no shield section; autoApprove is {stance}")
     click.echo("# runtime: where the backend runs, what it can write, read and reach")
-    click.echo(json.dumps(describe_runtime(served_settings(settings), None), indent=2))  # per task: the copies
+    from a2a_wrapper.agent import describe_backends
+
+    click.echo(json.dumps(describe_backends(served_settings(settings)), indent=2))  # per task: the copies
 
 
 @main.group()

@@ -7,11 +7,11 @@ WrapperError
 ├── WorkspaceError         a context's workspace could not be made, read or published (workspaces/git.py)
 └── BackendError           the backend failed; the message is a sentence for the caller
     ├── BackendUnavailable the backend process is down or not reachable
-    │   └── Unauthorized   the backend refused our credentials
+    │   ├── Unauthorized   the backend refused our credentials
+    │   └── CallerLimit    every backend the agent may run serves another caller, none of them idle
     ├── NotFound           the backend has no such object (HTTP 404)
     └── SessionGone        the session a turn was sent to no longer exists in the backend
 """
-
 
 from typing import Any
 
@@ -42,6 +42,10 @@ class BackendError(WrapperError):
 
 class BackendUnavailable(BackendError):
     """The backend process is not running or does not answer."""
+
+
+class CallerLimit(BackendUnavailable):
+    """A new caller's backend would pass `tenants.max_running`, and no running one is idle."""
 
 
 class NotFound(BackendError):

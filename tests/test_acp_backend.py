@@ -48,6 +48,7 @@ from tests.helpers.a2a_wire import (
 )
 from tests.helpers.acp_fixtures import ACP_BACKENDS
 from tests.helpers.model_prompts import marker, wait_until_the_model_receives
+from tests.helpers.tenants import sole_backend
 
 AcpSettingsFactory = Callable[..., AgentSettings]
 
@@ -95,7 +96,7 @@ async def test_agent_killed_mid_turn_fails_the_task_and_comes_back(
     async with served(make_acp(auto_approve=True), offline_model) as agent:
         first = await send(http, agent.jsonrpc, "before the crash")
         context = first["contextId"]
-        pid = agent.agent.backend._agent.child.pid  # type: ignore[attr-defined]
+        pid = sole_backend(agent.agent)._agent.child.pid
         doomed = marker("doomed")
         turn = asyncio.create_task(
             stream(http, agent.jsonrpc, {"message": user_message(f"[[slow:20]] {doomed}", context)})
@@ -112,7 +113,7 @@ async def test_agent_killed_mid_turn_fails_the_task_and_comes_back(
         async with asyncio.timeout(60):
             while (await http.get(agent.url + "/health")).status_code != 200:  # noqa: ASYNC110
                 await asyncio.sleep(0.2)
-        assert agent.agent.backend._agent.child.pid != pid  # type: ignore[attr-defined]
+        assert sole_backend(agent.agent)._agent.child.pid != pid
         again = await send(http, agent.jsonrpc, "[[turns]]", context_id=context)
         assert task_answer(again).startswith("This conversation holds"), "the session was loaded again"
 

@@ -11,6 +11,7 @@ import pytest
 from aiohttp import web
 
 from a2a_wrapper.agent import running_agent
+from a2a_wrapper.backends.tenants.folders import TENANTS
 from a2a_wrapper.config.runtimes import ProcessRuntime
 from a2a_wrapper.shield import ShieldConfig, ShieldError
 from a2a_wrapper.state.audit import recent
@@ -27,6 +28,7 @@ from tests.helpers.a2a_wire import (
     user_message,
 )
 from tests.helpers.aiohttp_served import aiohttp_served
+from tests.helpers.tenants import own_session_id, sole_backend
 from tests.helpers.tool_messages import answer_params, bash_params
 
 pytestmark = pytest.mark.slow
@@ -91,7 +93,7 @@ async def test_agent_rules_cannot_loosen_the_operator_floor(make_settings: Setti
     with pytest.raises(ShieldError, match="no-rm"):
         async with running_agent(settings):
             pass
-    assert not (settings.state_dir / "opencode").exists(), "nothing is spawned for rules that cannot load"
+    assert not (settings.state_dir / TENANTS).exists(), "nothing is spawned for rules that cannot load"
 
 
 async def test_a_person_approves_once_and_always_over_a2a(
@@ -192,8 +194,8 @@ async def test_cancel_while_waiting_rejects_and_aborts(
         task = asked[0]["task"]
         canceled = await rpc(http, served.jsonrpc, "CancelTask", {"id": task["id"]})
         assert canceled["result"]["status"]["state"] == "TASK_STATE_CANCELED"
-        session = session_of(asked)
-        busy = await served.agent.backend.request("GET", "/session/status")  # type: ignore[attr-defined]
+        session = own_session_id(session_of(asked))
+        busy = await sole_backend(served.agent).request("GET", "/session/status")
         assert session not in busy and not (served.workdir / "never.txt").exists()
         after = await stream(http, served.jsonrpc, {"message": user_message("still here", task["contextId"])})
         assert answer_text(after) == "Offline model reply: still here", "the context is free again"

@@ -29,6 +29,7 @@ from tests.helpers.a2a_wire import (
     user_message,
 )
 from tests.helpers.model_prompts import marker, wait_until_the_model_receives
+from tests.helpers.tenants import own_session_id, sole_backend
 
 pytestmark = pytest.mark.slow
 
@@ -120,10 +121,10 @@ async def test_cancel_aborts_the_backend_turn(agent: ServedAgent, http: httpx.As
                 canceled = await rpc(http, agent.jsonrpc, "CancelTask", {"id": task_id})
                 assert canceled["result"]["status"]["state"] == "TASK_STATE_CANCELED"
                 break
-    session_id = session_of(events)
-    busy = await agent.agent.backend.request("GET", "/session/status")  # type: ignore[attr-defined]
+    session_id = own_session_id(session_of(events))
+    busy = await sole_backend(agent.agent).request("GET", "/session/status")
     assert session_id not in busy, "OpenCode must have stopped the turn"
-    messages = await agent.agent.backend.request("GET", f"/session/{session_id}/message")  # type: ignore[attr-defined]
+    messages = await sole_backend(agent.agent).request("GET", f"/session/{session_id}/message")
     assert messages[-1]["info"]["error"]["name"] == "MessageAbortedError"
     await asyncio.sleep(1)
     task = (await rpc(http, agent.jsonrpc, "GetTask", {"id": task_id}))["result"]
@@ -140,8 +141,8 @@ async def test_timeout_fails_the_task_and_aborts(
         final = events[-1]["statusUpdate"]["status"]
         assert final["state"] == "TASK_STATE_FAILED"
         assert "2 s limit" in status_text(final)
-        session_id = session_of(events)
-        busy = await served.agent.backend.request("GET", "/session/status")  # type: ignore[attr-defined]
+        session_id = own_session_id(session_of(events))
+        busy = await sole_backend(served.agent).request("GET", "/session/status")
         assert session_id not in busy
 
 
@@ -197,7 +198,7 @@ async def test_a_session_the_backend_lost_is_recreated(agent: ServedAgent, http:
     first = await send(http, agent.jsonrpc, "hello")
     events = await stream(http, agent.jsonrpc, {"message": user_message("again", first["contextId"])})
     session_id = session_of(events)
-    await agent.agent.backend.request("DELETE", f"/session/{session_id}")  # type: ignore[attr-defined]
+    await sole_backend(agent.agent).request("DELETE", f"/session/{own_session_id(session_id)}")
     events = await stream(http, agent.jsonrpc, {"message": user_message("[[turns]]", first["contextId"])})
     meta = events[-1]["statusUpdate"]["metadata"]["a2a-wrapper"]
     assert meta["sessionRecreated"] is True and meta["session"] != session_id
@@ -207,7 +208,7 @@ async def test_a_session_the_backend_lost_is_recreated(agent: ServedAgent, http:
 async def test_backend_killed_mid_turn_fails_the_task_and_comes_back(
     agent: ServedAgent, http: httpx.AsyncClient
 ) -> None:
-    pid = agent.agent.backend._child.pid  # type: ignore[attr-defined]
+    pid = sole_backend(agent.agent)._child.pid
     doomed = marker("doomed")
     turn = asyncio.create_task(stream(http, agent.jsonrpc, {"message": user_message(f"[[slow:20]] {doomed}")}))
     await wait_until_the_model_receives(agent.model, doomed)

@@ -9,7 +9,7 @@ import pytest
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 
 
-@pytest.mark.parametrize("script", ["overhead", "backends", "sandbox", "state", "sdk_floor"])
+@pytest.mark.parametrize("script", ["overhead", "backends", "sandbox", "state", "sdk_floor", "model_relay"])
 def test_a_bench_script_imports_and_answers_help(
     script: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -243,6 +243,7 @@ def test_check_shows_what_the_sandbox_lets_the_backend_touch(tmp_path: Path, sta
     assert runtime["writable"][0] == copies and "your home folder" in runtime["hidden"]
     assert str((tmp_path / "workspace").resolve()) not in runtime["writable"]
     assert runtime["network"]["direct"].startswith("none")
+    assert runtime["tenants"]["max_running"] == 8 and any("/tenants/<tenant>/" in p for p in runtime["writable"])
     assert not (tmp_path / "workspace").exists(), "check creates nothing"
 
 

@@ -18,6 +18,7 @@ from a2a_wrapper.backends.copilot import launch
 from a2a_wrapper.backends.copilot.translate import Translator, file_diffs, permission_kind
 from a2a_wrapper.backends.copilot.turn import NOBODY_ANSWERED
 from a2a_wrapper.backends.opencode.launch import free_port
+from a2a_wrapper.backends.tenants.folders import TENANTS
 from a2a_wrapper.config.backends import CopilotSettings
 from a2a_wrapper.config.runtimes import SandboxRuntime
 from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSettings
@@ -41,6 +42,7 @@ from tests.helpers.a2a_wire import (
 )
 from tests.helpers.copilot_fixtures import copilot_backend
 from tests.helpers.model_prompts import marker, wait_until_the_model_receives
+from tests.helpers.tenants import sole_backend
 
 CopilotFactory = Callable[..., AgentSettings]
 
@@ -116,8 +118,8 @@ async def test_a_read_outside_the_workspace_is_decided_once(
 @pytest.mark.slow
 async def test_an_unanswered_question_tells_the_model_so(copilot_settings: CopilotFactory) -> None:
     async with running_agent(copilot_settings(auto_approve=True)) as agent:
-        session = await agent.backend.open_session("ctx-unanswered")
-        turn = agent.backend.turn(session, Prompt('[[tool:ask_user {"question": "Which?", "choices": ["A"]}]]'))
+        session = await sole_backend(agent).open_session("ctx-unanswered")
+        turn = sole_backend(agent).turn(session, Prompt('[[tool:ask_user {"question": "Which?", "choices": ["A"]}]]'))
         texts: list[str] = []
         async with asyncio.timeout(60):
             async for event, _ in events_of(turn):
@@ -186,7 +188,7 @@ async def test_a_session_the_cli_lost_is_recreated(
 @pytest.mark.slow
 async def test_a_closed_session_is_deleted_from_the_cli(copilot_settings: CopilotFactory) -> None:
     async with running_agent(copilot_settings(auto_approve=True)) as agent:
-        backend = agent.backend
+        backend = sole_backend(agent)
         session = await backend.open_session("ctx-close")
         assert session.created and session.id == launch.session_id_for("ctx-close")
         again = await backend.open_session("ctx-close", resume=session.id)
@@ -211,7 +213,7 @@ async def test_no_token_and_no_provider_fails_at_start_naming_the_keys(
             pass
     for key in ("backend.github_token", "COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN", "backend.provider"):
         assert key in str(caught.value)
-    assert settings.state_dir is not None and not (settings.state_dir / "copilot").exists()
+    assert settings.state_dir is not None and not list(settings.state_dir.glob(f"{TENANTS}/*/copilot"))
 
 
 def backend_settings(**fields: Any) -> CopilotSettings:

@@ -51,7 +51,7 @@ def test_without_user_namespaces_the_start_fails_and_says_what_to_do(tmp_path: P
     assert result.returncode != 0
     assert "bubblewrap cannot build one here" in result.stderr and "user namespaces" in result.stderr
     assert "runtime: {kind: process}" in result.stderr, "the way out is named"
-    assert not (tmp_path / "state" / "opencode").exists(), "nothing was started"
+    assert not list((tmp_path / "state").glob("tenants/*/opencode")), "nothing was started"
 
 
 def test_without_bubblewrap_the_start_fails_and_says_how_to_get_it(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ from a2a_wrapper.state.audit import AuditEntry, recent
 from tests.conftest import ServedAgent, SettingsFactory, serving
 from tests.helpers.a2a_wire import answer_text, data_parts, final_state, rpc, stream, task_answer, user_message
 from tests.helpers.copilot_fixtures import copilot_backend
+from tests.helpers.tenants import sole_backend
 from tests.helpers.tool_messages import answer_params, bash_call
 
 README = "# A project\nIts readme, which nothing may truncate.\n"
@@ -141,7 +142,7 @@ async def test_a_hook_that_cannot_reach_the_wrapper_blocks_the_call(
     make_settings: SettingsFactory, offline_model: OfflineModel, http: httpx.AsyncClient
 ) -> None:
     async with serving(make_settings(auto_approve=True), offline_model) as served:
-        hooks = served.agent.backend.hooks  # type: ignore[attr-defined]
+        hooks = sole_backend(served.agent).hooks
         await hooks.stop()  # OpenCode keeps running; its plugin finds no socket
         events = await stream(http, served.jsonrpc, tools(bash_call("touch made.txt", description="a command")))
         assert final_state(events) == "TASK_STATE_COMPLETED"

@@ -15,6 +15,7 @@ from a2a_wrapper.shield.rules import ShieldConfig
 from a2a_wrapper.state.audit import recent
 from tests.helpers.a2a_wire import answer_text, final_state, stream
 from tests.helpers.behaviour import BACKENDS, BackendUnderTest, Harness
+from tests.helpers.tenants import anonymous_state
 from tests.helpers.tool_messages import bash_params
 
 pytestmark = pytest.mark.slow
@@ -63,7 +64,7 @@ async def test_a_hook_put_in_the_wrappers_place_never_decides(
     marker = harness.tmp_path / "state" / "workspace" / f"denied-{uuid.uuid4().hex}"
     impostor = (
         "python3 -c \"import os,socket; p='/run/a2a-wrapper/hook.sock'; "
-        "[f(p) for f in (os.unlink,)] if os.path.exists(p) else 0; s=socket.socket(socket.AF_UNIX); s.bind(p)\" "
+        '[f(p) for f in (os.unlink,)] if os.path.exists(p) else 0; s=socket.socket(socket.AF_UNIX); s.bind(p)" '
         "2>&1 | tail -c 60; echo tried"
     )
     shield = ShieldConfig.model_validate(
@@ -113,13 +114,13 @@ async def test_a_plugin_planted_in_opencodes_config_is_never_loaded(
     workdir = harness.tmp_path / "state" / "workspace"
     host_file = harness.tmp_path / "host-file.txt"
     host_file.write_text("the owner's\n")
-    config = harness.tmp_path / "state" / "opencode" / "config" / "opencode"
+    config = anonymous_state(harness.tmp_path / "state") / "opencode" / "config" / "opencode"
     config.mkdir(parents=True)
     (config / "package.json").symlink_to(host_file)  # planted by a run of an earlier layout
     plugin = "export default async () => { await Bun.write('" + str(workdir / "loaded") + "', 'x'); return {} }"
     attack = (
         "{ mkdir -p $XDG_CONFIG_HOME/opencode/plugin; "
-        f"echo \"{plugin}\" > $XDG_CONFIG_HOME/opencode/plugin/evil.js; }} 2>&1 | {_ERRORS}; echo done"
+        f'echo "{plugin}" > $XDG_CONFIG_HOME/opencode/plugin/evil.js; }} 2>&1 | {_ERRORS}; echo done'
     )
     async with harness.serving(auto_approve=True) as served:
         said = await _run(http, served.jsonrpc, attack)
@@ -139,7 +140,7 @@ async def test_an_mcp_server_planted_in_copilots_home_never_starts(
     marker = harness.tmp_path / "state" / "workspace" / "mcp-started"
     server = {"type": "local", "command": "touch", "args": [str(marker)], "tools": ["*"]}
     planted = json.dumps({"mcpServers": {"evil": server}})
-    home = harness.tmp_path / "state" / "copilot" / "copilot-home"
+    home = anonymous_state(harness.tmp_path / "state") / "copilot" / "copilot-home"
     attack = (
         f"for f in mcp-config.json settings.json; do {{ echo '{planted}' > {home}/$f; }} 2>&1 | {_ERRORS}; done; "
         f"mkdir -p {home}/hooks/x 2>&1 | {_ERRORS}; echo done"

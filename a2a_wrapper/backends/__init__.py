@@ -1,24 +1,40 @@
 """Backend adapters: each turns one coding agent's protocol into StreamEvents."""
 
-from a2a_wrapper.backends.base import Backend, Session, Turn
+from typing import Protocol
+
+from a2a_wrapper.backends.base import Backend, Capabilities, Session, Turn
 from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.sandbox import Sandbox
 
 
+class _Adapter(Protocol):
+    capabilities: Capabilities
+
+    def __call__(self, settings: AgentSettings, sandbox: Sandbox | None) -> Backend: ...
+
+
 def create_backend(settings: AgentSettings, sandbox: Sandbox | None = None) -> Backend:
     """The adapter named by the config's `backend.kind`; its processes run in `sandbox` when the runtime is one."""
-    kind = settings.backend.kind
+    return _adapter(settings.backend.kind)(settings, sandbox)
+
+
+def capabilities_of(kind: str) -> Capabilities:
+    """What the adapter of `kind` can do, known before any of its processes starts."""
+    return _adapter(kind).capabilities
+
+
+def _adapter(kind: str) -> _Adapter:
     if kind == "copilot":
         from a2a_wrapper.backends.copilot.backend import CopilotBackend
 
-        return CopilotBackend(settings, sandbox)
+        return CopilotBackend
     if kind == "acp":
         from a2a_wrapper.backends.acp.backend import AcpBackend
 
-        return AcpBackend(settings, sandbox)
+        return AcpBackend
     from a2a_wrapper.backends.opencode.backend import OpenCodeBackend
 
-    return OpenCodeBackend(settings, sandbox)
+    return OpenCodeBackend
 
 
-__all__ = ["Backend", "Session", "Turn", "create_backend"]
+__all__ = ["Backend", "Session", "Turn", "capabilities_of", "create_backend"]

@@ -57,6 +57,7 @@ class Identity(TypedDict, total=False):
     pid: int | str | None  # the backend process (a container's short id); none when attached to one
     agent: str  # an ACP agent's name and version, as it said in `initialize`
     model: str  # the model the backend says it runs, where it says (an ACP agent's `model` option)
+    tenant: str  # which caller's backend, as the short id of its folder (backends/tenants/)
 
 
 class Health(Identity, total=False):
@@ -65,6 +66,15 @@ class Health(Identity, total=False):
     healthy: Required[bool]
     version: str | None  # the backend's own version, as its health call answers
     error: str  # why it is not healthy
+    tenants: "Tenants"  # one backend per caller (backends/tenants/): how many run, and each one's health
+
+
+class Tenants(TypedDict):
+    running: int  # callers' backends running now
+    starting: int  # being started (or stopped to make room) now; their health is not waited for
+    limit: int  # tenants.max_running
+    idle: float  # tenants.idle_stop: seconds before an idle one is stopped
+    backends: list[Health]  # each running one's, its `tenant` an id, never the caller's name (/health is open)
 
 
 def unhealthy(status: Identity, error: str) -> Health:

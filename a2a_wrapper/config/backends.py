@@ -97,9 +97,21 @@ class CopilotSettings(BackendSettings):
     reasoning_effort: Literal["low", "medium", "high", "xhigh"] | None = None
 
 
+class AcpProvider(Section):
+    """The agent's model provider, handed to it in two environment variables of its own (its URL and its key), so
+    that the wrapper can relay it: the agent then gets the relay's URL and a token, never the key."""
+
+    type: Literal["openai", "azure", "anthropic"] = "openai"
+    base_url: str = Field(pattern=r"^https?://")
+    api_key: SecretStr | None = None
+    url_env: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="Variable the agent reads its URL from.")
+    key_env: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="Variable the agent reads its key from.")
+
+
 class AcpSettings(BackendSettings):
     kind: Literal["acp"] = "acp"
     command: list[str] = Field(min_length=1, description="The ACP agent's program and arguments (stdio).")
+    provider: AcpProvider | None = Field(None, description="The agent's provider, relayed: no key in its env.")
     model: str | None = Field(
         None,
         description="The model the agent's own configuration (its env or arguments) picks, shown by status and "

@@ -167,6 +167,23 @@ def masked_url(url: str) -> str:
     return re.sub(r"(//[^/:@]*:)[^/@]*@", r"\1***@", url)
 
 
+class TenantSettings(Section):
+    """Each caller's backend runs apart (backends/tenants/): how many at once, and how long one may sit idle."""
+
+    max_running: int = Field(
+        8,
+        gt=0,
+        description="Callers' backends running at once; past it an idle one is stopped to make room, else a new "
+        "caller's message is rejected.",
+    )
+    idle_stop: float = Field(
+        600.0,
+        gt=0,
+        description="Seconds a caller's backend runs with no turn and no waiting approval before it is stopped; "
+        "the caller's next message starts it again, with its sessions.",
+    )
+
+
 class StateSettings(Section):
     url: str | None = Field(
         None,
@@ -284,6 +301,7 @@ class AgentSettings(BaseSettings):
     runtime: Runtime = SandboxRuntime()
     workspace: WorkspaceSettings = WorkspaceSettings()
     sessions: SessionSettings = SessionSettings()
+    tenants: TenantSettings = TenantSettings()
     state: StateSettings = StateSettings()
     timeouts: TimeoutSettings = TimeoutSettings()
     logging: LoggingSettings = LoggingSettings()

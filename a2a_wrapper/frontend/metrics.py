@@ -3,7 +3,8 @@
 Counted as they happen: turns by outcome (a request that pauses for a person counts `input_required`; the
 request that resumes it later counts the turn's end), turn latency and time to first text (time waiting
 for a person excluded), shield decisions by class, outcome and who decided. Read at scrape time: approvals
-waiting, backend restarts, sessions open. Labels hold only closed sets of words, never callers or content.
+waiting, backend restarts, sessions open, callers' backends running. Labels hold only closed sets of words,
+never callers or content.
 """
 
 import time
@@ -87,11 +88,18 @@ class AgentMetrics:
     def egress(self, outcome: str) -> None:
         self._egress.labels(outcome).inc()
 
-    def watch(self, backend: Backend, sessions: SessionMap, waiting: Callable[[], Mapping[str, int]]) -> None:
-        """What is read at scrape time: the backend's restarts, the sessions open, and the turns waiting
-        for a person by what they wait for."""
+    def watch(
+        self,
+        backend: Backend,
+        sessions: SessionMap,
+        waiting: Callable[[], Mapping[str, int]],
+        running: Callable[[], int] | None = None,
+    ) -> None:
+        """What is read at scrape time: the backend's restarts, the sessions open, the turns waiting for a person
+        by what they wait for, and (one backend per caller) how many callers' backends run."""
         self._live.backend = backend
         self._live.waiting = waiting
+        self._live.running = running
         self._sessions = sessions
 
     async def exposition(self) -> bytes:
@@ -143,6 +151,7 @@ class _LiveCollector(Collector):
     def __init__(self) -> None:
         self.backend: Backend | None = None
         self.waiting: Callable[[], Mapping[str, int]] | None = None
+        self.running: Callable[[], int] | None = None
         self.sessions_open = 0
 
     def collect(self) -> Iterator[Metric]:
@@ -161,6 +170,12 @@ class _LiveCollector(Collector):
         yield restarts
         yield waiting
         yield GaugeMetricFamily("a2a_wrapper_sessions_open", "Backend sessions the agent keeps.", self.sessions_open)
+        if self.running is not None:
+            yield GaugeMetricFamily(
+                "a2a_wrapper_backends_running",
+                "Callers' backends running now (tenants.max_running at most).",
+                self.running(),
+            )
 
     def describe(self) -> Iterator[Metric]:
         return iter(())  # nothing to check at registration

@@ -17,13 +17,14 @@ from collections import Counter
 from collections.abc import AsyncGenerator, Awaitable
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Protocol
 
 from a2a.helpers import new_data_part, new_text_part
 from a2a.server.tasks import TaskUpdater
 from a2a.types import Message, TaskState
 
 from a2a_wrapper.backends.base import Backend, Prompt, Session, Turn, events_of
-from a2a_wrapper.errors import BackendError, SessionGone
+from a2a_wrapper.errors import BackendError, CallerLimit, SessionGone
 from a2a_wrapper.events import Done, Permission, Plan, Question, StreamEvent, Text, Thought, ToolCall, ToolResult, Usage
 from a2a_wrapper.frontend.operator.claims import DEADLINE, Claim, Claims
 from a2a_wrapper.frontend.operator.feed import Feed
@@ -124,6 +125,19 @@ class ContextLocks:
     def busy(self, key: ContextKey) -> bool:
         return key in self._locks
 
+    def callers(self) -> set[str]:
+        """Callers with a turn running or paused, or a message waiting behind one."""
+        return {key.caller for key in self._locks}
+
+
+class Tenancy(Protocol):
+    """One backend per caller (backends/tenants/): started before the caller's turn opens its session."""
+
+    def running(self, caller: str) -> bool: ...
+
+    async def admit(self, caller: str) -> None:
+        """The caller's backend started if need be; raises `CallerLimit` when the agent may start no other."""
+
 
 class Turns:
     """The agent's live turns, by task id: started, driven, paused, resumed, canceled and shut down."""
@@ -137,10 +151,12 @@ class Turns:
         turn_timeout: float,
         approvers: tuple[Approver, ...] = ("caller",),
         watch: ControlWatch | None = None,
+        tenants: Tenancy | None = None,
         workspaces: Workspaces | None = None,
     ) -> None:
         self._backend = backend
         self._watch = watch  # the workspace's control files, checked after each turn (in place)
+        self._tenants = tenants
         self._workspaces = workspaces  # per-task workspaces: each turn's end reports its context's change
         self._sessions = sessions
         self._gate = gate
@@ -178,7 +194,8 @@ class Turns:
         """A new turn, once the context's running one has ended: driven until it ends or pauses for a person. A turn
         that must wait first (for that turn, or for the backend to open the context's session) shows its caller the
         task at once, `submitted`."""
-        if self._locks.busy(scope.key) or not self._sessions.ready(scope.key):
+        starting = self._tenants is not None and not self._tenants.running(scope.caller)
+        if starting or self._locks.busy(scope.key) or not self._sessions.ready(scope.key):
             await reporter.accept()
         await self._locks.acquire(scope.key)
         try:
@@ -297,9 +314,18 @@ class Turns:
         self.feed.close()  # the console's streams end: they must not hold up the server's shutdown
 
     async def _start(self, scope: TurnScope, prompt: Prompt, reporter: TaskReporter) -> LiveTurn | None:
-        """Opens the context's session and prepares the turn (the prompt goes out on its first step)."""
+        """Opens the context's session and prepares the turn (the prompt goes out on its first step). Past the
+        agent's caller limit the task is rejected: A2A's state for a task the agent will not run, with the reason;
+        the request itself was sound, and the agent goes on serving its other callers."""
         try:
+            if self._tenants is not None:
+                await self._tenants.admit(scope.caller)
             opened = await self._sessions.session_for(scope.key)
+        except CallerLimit as exc:
+            await reporter.reject(str(exc))
+            reporter.clock.end("rejected")
+            self._locks.release(scope.key)
+            return None
         except (BackendError, WorkspaceError) as exc:
             await reporter.finish(Done(outcome="failed", sentence=f"The backend could not run the turn: {exc}"))
             self._locks.release(scope.key)

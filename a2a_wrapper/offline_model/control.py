@@ -13,11 +13,13 @@ from a2a_wrapper.offline_model.steps import Step
 
 
 class ControlState:
-    """Scripted steps (FIFO), every completion request received, and how many are being answered."""
+    """Scripted steps (FIFO), every completion request received (body and headers), and how many are being
+    answered."""
 
     def __init__(self) -> None:
         self._script: deque[Step] = deque()
         self._requests: list[dict[str, Any]] = []
+        self._headers: list[dict[str, str]] = []  # each request's, as received: what a relay sent, keys included
         self._in_flight = 0
         self._idle = asyncio.Event()
         self._idle.set()
@@ -31,14 +33,20 @@ class ControlState:
     def next_step(self) -> Step | None:
         return self._script.popleft() if self._script else None
 
-    def record(self, body: dict[str, Any], title: bool) -> None:
+    def record(self, body: dict[str, Any], title: bool, headers: dict[str, str] | None = None) -> None:
         self._requests.append({**body, "title": title})
+        self._headers.append(headers or {})
 
     def requests(self) -> list[dict[str, Any]]:
         return list(self._requests)
 
+    def headers(self) -> list[dict[str, str]]:
+        """The headers of each request `requests()` lists, in the same order."""
+        return list(self._headers)
+
     def clear(self) -> None:
         self._requests.clear()
+        self._headers.clear()
         self._script.clear()
 
     def snapshot(self) -> dict[str, int]:

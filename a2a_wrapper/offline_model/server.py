@@ -49,6 +49,7 @@ def create_app() -> web.Application:
     app.router.add_get("/health", health)
     app.router.add_post("/control/script", queue_script)
     app.router.add_get("/control/requests", list_requests)
+    app.router.add_get("/control/headers", list_headers)
     app.router.add_delete("/control/requests", clear_requests)
     app.router.add_get("/control/state", control_state)
     return app
@@ -61,7 +62,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         return error_response(400, str(exc))
     control = request.app[CONTROL]
     title = is_title_request(chat.messages, chat.tools)
-    control.record(body, title)
+    control.record(body, title, dict(request.headers))
     plan = _choose_plan(control, chat, title)
     logger.debug("completion model=%s stream=%s title=%s", chat.model, chat.stream, title)
     with control.answering():
@@ -117,6 +118,10 @@ async def queue_script(request: web.Request) -> web.Response:
 
 async def list_requests(request: web.Request) -> web.Response:
     return web.json_response(request.app[CONTROL].requests())
+
+
+async def list_headers(request: web.Request) -> web.Response:
+    return web.json_response(request.app[CONTROL].headers())
 
 
 async def clear_requests(request: web.Request) -> web.Response:

@@ -42,6 +42,11 @@ class ContextKey:
         return f"{self.caller}/{self.context_id}"
 
 
+def caller_of_key(backend_key: str) -> str:
+    """The caller a `ContextKey.backend_key` belongs to: what comes before its first "/"."""
+    return backend_key.partition("/")[0]
+
+
 class OpenedSession(Protocol):
     @property
     def id(self) -> str: ...

@@ -46,6 +46,12 @@ def _hashed(name: str) -> str:
     return hashlib.sha256(name.encode()).hexdigest()[:24]
 
 
+def caller_folder(caller: str) -> str:
+    """The name of a caller's folder of copies; the backend pool names the caller's backend (its tenant) the same,
+    and binds that folder alone into the caller's sandbox (backends/tenants/folders.py)."""
+    return hashlib.sha256(caller.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+
+
 class Workspaces:
     """The per-task workspaces of one agent (from `served_settings`)."""
 
@@ -75,10 +81,10 @@ class Workspaces:
             raise WorkspaceError(f"workspace.branch: {self._branch!r} needs workspace.copy: clone of a git source")
 
     def folder(self, key: ContextKey) -> Path:
-        return self._copies / _hashed(key.caller) / _hashed(key.context_id)
+        return self._copies / caller_folder(key.caller) / _hashed(key.context_id)
 
     def _baseline(self, key: ContextKey) -> Baseline:
-        return Baseline(self._baselines / _hashed(key.caller) / _hashed(key.context_id), self.folder(key))
+        return Baseline(self._baselines / caller_folder(key.caller) / _hashed(key.context_id), self.folder(key))
 
     async def open(self, key: ContextKey) -> Path:
         """The context's copy: the one it has (kept across restarts), else a new one."""

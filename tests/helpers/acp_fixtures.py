@@ -10,6 +10,7 @@ from a2a_wrapper.backends.opencode import launch
 from a2a_wrapper.config.backends import ModelProvider, OpenCodeSettings
 from a2a_wrapper.offline_model import MODEL_ID, SMALL_MODEL_ID, OfflineModel
 from tests.helpers.copilot_fixtures import COPILOT_CACHE
+from tests.helpers.tenants import anonymous_state
 
 
 def acp_opencode_backend(offline_model: OfflineModel, workdir: Path, state_dir: Path) -> dict[str, Any]:
@@ -39,7 +40,7 @@ def acp_copilot_backend(offline_model: OfflineModel, workdir: Path, state_dir: P
             "COPILOT_PROVIDER_BASE_URL": offline_model.base_url,
             "COPILOT_MODEL": MODEL_ID,
             "COPILOT_PROVIDER_API_KEY": "x",
-            "COPILOT_HOME": str(agent_home(state_dir) / "copilot"),
+            "COPILOT_HOME": str(agent_home(anonymous_state(state_dir)) / "copilot"),
             "XDG_CACHE_HOME": str(COPILOT_CACHE),
         },
     }

@@ -27,6 +27,11 @@ def agent_env(settings: AcpSettings, state_dir: Path, wrapper_env: dict[str, str
     home = agent_home(state_dir)
     env = isolated_env(home, wrapper_env) | settings.env
     produce_folder(config_folder(home), {})
+    provider = settings.provider
+    if provider is not None:  # the relay's URL and token when the wrapper relays it (sandbox/relayed_provider.py)
+        env[provider.url_env] = provider.base_url
+        if provider.api_key is not None:
+            env[provider.key_env] = provider.api_key.get_secret_value()
     return env
 
 

@@ -123,7 +123,7 @@ class CopilotBackend:
                 await self._resume(candidate)
                 return Session(candidate, created=False, directory=directory)
         client = self._running_client()
-        options = launch.session_options(self._settings, directory)
+        options = self._session_options(directory)
         try:
             self._attached[derived] = await client.create_session(
                 session_id=derived, **options, **self._handlers(derived)
@@ -168,12 +168,16 @@ class CopilotBackend:
     def detach(self, session_id: str, turn: CopilotTurn) -> None:
         self._turns.close(session_id, turn)
 
+    def _session_options(self, directory: Path | None = None) -> dict[str, Any]:
+        token = self._launch.github_token if self._launch else None
+        return launch.session_options(self._settings, token, directory)
+
     async def _resume(self, session_id: str) -> CopilotSession:
         if session_id in self._attached:
             return self._attached[session_id]
         client = self._running_client()
         try:
-            options = launch.session_options(self._settings, self._directories.get(session_id))
+            options = self._session_options(self._directories.get(session_id))
             sdk_session = await client.resume_session(session_id, **options, **self._handlers(session_id))
         except Exception as exc:
             raise BackendError(f"Copilot could not resume session {session_id}: {exc}") from exc

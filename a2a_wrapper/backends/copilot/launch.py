@@ -48,7 +48,7 @@ class Launch:
     binary: Path
     env: dict[str, str]
     copilot_home: Path  # the SDK's base_directory (COPILOT_HOME): config and session state
-    github_token: str | None
+    github_token: str | None  # given to each session (session_options), never to the CLI's environment
     home: Path  # the CLI's own folders (HOME, XDG_*, TMPDIR) live under it
 
     @property
@@ -64,7 +64,8 @@ class Launch:
 
 def prepare(binary: Path, backend: CopilotSettings, state_dir: Path, base_env: dict[str, str]) -> Launch:
     """Folders created; the environment and credentials for one `copilot --headless --stdio`."""
-    token = github_token(backend, base_env)
+    # With a provider of the user's own the CLI needs no GitHub token: none is given, so none reaches a tool.
+    token = github_token(backend, base_env) if backend.provider is None else None
     check_credentials(backend, token)
     home = state_dir / "copilot"
     copilot_home = home / "copilot-home"
@@ -104,9 +105,14 @@ def session_id_for(context_key: str) -> str:
     return str(uuid.uuid5(_SESSION_NAMESPACE, context_key))
 
 
-def session_options(backend: CopilotSettings, directory: Path | None = None) -> dict[str, Any]:
+def session_options(
+    backend: CopilotSettings, github_token: str | None = None, directory: Path | None = None
+) -> dict[str, Any]:
     """Keyword arguments for both create_session and resume_session (the provider is not kept by the CLI); the
-    session works in `directory` (its own workspace) when given, else in the workdir."""
+    session works in `directory` (its own workspace) when given, else in the workdir.
+
+    The GitHub token travels here, on the SDK's stdio to the CLI, and never in the CLI's environment, which
+    every tool it runs would inherit (and /proc/<pid>/environ would show)."""
     # No hooks from the workspace's `.github/hooks/`: the CLI would run their commands itself, outside any tool call.
     workdir = str(directory or backend.workdir)
     options: dict[str, Any] = {"streaming": True, "working_directory": workdir, "enable_file_hooks": False}
@@ -114,6 +120,8 @@ def session_options(backend: CopilotSettings, directory: Path | None = None) -> 
         options["model"] = backend.model
     if backend.provider is not None:
         options["provider"] = provider_config(backend.provider)
+    if github_token is not None:
+        options["github_token"] = github_token
     if backend.system_prompt:
         options["system_message"] = {"mode": backend.system_prompt_mode, "content": backend.system_prompt}
     if backend.reasoning_effort:

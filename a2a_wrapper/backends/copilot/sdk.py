@@ -39,8 +39,7 @@ async def start_client(plan: Launch, settings: CopilotSettings, sandbox: Sandbox
         connection=connection,
         working_directory=str(settings.workdir),
         env=env,
-        base_directory=str(plan.copilot_home),
-        github_token=plan.github_token,
+        base_directory=str(plan.copilot_home),  # no github_token: the SDK would put it in the CLI's environment
         use_logged_in_user=False,
     )
     try:

@@ -7,6 +7,8 @@ backoff; its sessions live in its data folder, so the next one has them too.
 import asyncio
 import logging
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -18,7 +20,7 @@ from a2a_wrapper.backends.kit.restarter import Restarter
 from a2a_wrapper.backends.opencode import launch
 from a2a_wrapper.backends.opencode.client import OpenCodeClient
 from a2a_wrapper.backends.opencode.event_stream import BACKEND_EXITED, EventStream
-from a2a_wrapper.backends.opencode.hook import HookServer
+from a2a_wrapper.backends.opencode.hook import MAX_SOCKET_PATH, HookServer
 from a2a_wrapper.backends.opencode.turn import HOOK_MISSING, OpenCodeTurn
 from a2a_wrapper.background import cancel_and_wait
 from a2a_wrapper.config.backends import OpenCodeSettings
@@ -58,6 +60,7 @@ class OpenCodeBackend:
         # OpenCode runs one instance per directory, each with its own `/event` stream: a per-task workspace's
         # sessions are read on their directory's, held (as the main one) for the server's life.
         self._workspace_streams: dict[Path, tuple[EventStream, asyncio.Task[None]]] = {}
+        self._short_sockets: Path | None = None  # the hook's socket folder, when the state folder's is too deep
         self._restarter = Restarter(f"{self._name}/opencode", self)
 
     # lifecycle
@@ -114,7 +117,13 @@ class OpenCodeBackend:
         """The tool hook's socket: the sandbox's short socket folder, else the backend's own folder."""
         if self._sandbox is not None:
             return self._sandbox.wrapper_socket(launch.HOOK_SOCKET)
-        return launch.hook_socket(self._state_dir)
+        path = launch.hook_socket(self._state_dir)
+        if isinstance(self._runtime, DockerRuntime) or len(os.fsencode(path)) <= MAX_SOCKET_PATH:
+            return path  # a container reaches only its mounted folders
+        # A plain child reaches any path of ours: a caller's folder too deep for a socket's path gets a short
+        # private one (mode 0700), removed at stop.
+        self._short_sockets = Path(tempfile.mkdtemp(prefix="a2a-hook-"))
+        return self._short_sockets / launch.HOOK_SOCKET
 
     async def spawn(self) -> None:
         binary = self._binary = (self.settings.binary or find_binary("opencode")).resolve()
@@ -122,6 +131,8 @@ class OpenCodeBackend:
         plan = launch.prepare(binary, self.settings, self._state_dir, dict(os.environ), listen_host(self._runtime))
         if self._sandbox is not None:  # the plugin, inside, reaches the hook where the sandbox shows it
             plan.env[launch.HOOK_SOCKET_ENV] = str(self._sandbox.inside(launch.HOOK_SOCKET))
+        elif self.hooks is not None:
+            plan.env[launch.HOOK_SOCKET_ENV] = str(self.hooks.path)
         # A sandbox has its own network: the server's port inside is reached through a socket the bridge serves.
         socket = self._sandbox.served_socket("opencode.sock") if self._sandbox is not None else None
         self._child = self._make_child(plan, binary, socket)
@@ -174,6 +185,8 @@ class OpenCodeBackend:
             await self._child.stop()
         if self.hooks is not None:
             await self.hooks.stop()
+        if self._short_sockets is not None:
+            shutil.rmtree(self._short_sockets, ignore_errors=True)
         await self._client.close()
 
     @property

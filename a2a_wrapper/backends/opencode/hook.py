@@ -38,7 +38,7 @@ NO_TURN = "No turn of this agent is running in this session, so nothing may run 
 TURN_OVER = "The turn this call belonged to is over; the call did not run."
 _BROKEN = "The wrapper could not check this tool call, so it did not run. Do not retry it."
 NOT_THE_BACKEND = "Only the backend's own process is heard on the tool hook; this connection is not it."
-_MAX_SOCKET_PATH = 107  # sun_path holds 108 bytes with the terminating NUL
+MAX_SOCKET_PATH = 107  # sun_path holds 108 bytes with the terminating NUL
 _MAX_CALL = 64 * 1024 * 1024  # a write's arguments carry the whole file
 _MAX_NESTING = 8  # subagents of subagents: more is a loop in the parents we were told
 
@@ -90,9 +90,9 @@ class HookServer:
     """Serves the plugin on `<backend folder>/hook.sock`, routing each call to the gate of the turn it belongs to."""
 
     def __init__(self, name: str, path: Path, parent_of: ParentOf, is_backend: IsBackend | None = None) -> None:
-        if len(os.fsencode(path)) > _MAX_SOCKET_PATH:
+        if len(os.fsencode(path)) > MAX_SOCKET_PATH:
             raise ConfigError(
-                f"The tool hook's socket path {path} is longer than a Unix socket allows ({_MAX_SOCKET_PATH} bytes); "
+                f"The tool hook's socket path {path} is longer than a Unix socket allows ({MAX_SOCKET_PATH} bytes); "
                 "set a shorter state_dir."
             )
         self._name = name
