@@ -239,7 +239,7 @@ def test_check_shows_what_the_sandbox_lets_the_backend_touch(tmp_path: Path, sta
     assert result.returncode == 0, result.stderr
     runtime = json.loads(result.stdout.split("# runtime: where the backend runs, what it can write, read and reach")[1])
     assert runtime["kind"] == "sandbox" and "checked on this machine" in runtime["mechanism"]
-    copies = state_home["XDG_STATE_HOME"] + "/a2a-wrapper/shielded/workspaces"  # per task, the default: no source
+    copies = state_home["XDG_STATE_HOME"] + "/a2a-wrapper/shielded/workspaces/<tenant>"  # per task: one caller's copies
     assert runtime["writable"][0] == copies and "your home folder" in runtime["hidden"]
     assert str((tmp_path / "workspace").resolve()) not in runtime["writable"]
     assert runtime["network"]["direct"].startswith("none")
