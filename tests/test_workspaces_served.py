@@ -15,8 +15,9 @@ import pytest
 from a2a_wrapper.config.settings import SessionSettings
 from a2a_wrapper.config.workspace import WorkspaceSettings
 from a2a_wrapper.shield.rules import ShieldConfig
-from a2a_wrapper.workspaces.folders import BASELINES, COPIES
+from a2a_wrapper.workspaces.folders import BASELINES, COPIES, caller_folder
 from tests.helpers.a2a_wire import final_state, rpc, stream
+from tests.helpers.auth import bearer
 from tests.helpers.behaviour import BACKENDS, BackendUnderTest, Harness
 from tests.helpers.projects import git_project, run, tree
 from tests.helpers.tool_messages import answer_params, bash_params
@@ -159,3 +160,36 @@ async def test_every_backend_works_in_the_context_copy(
     assert tree(source) == before
     [patch] = artifacts(events, "patch")
     assert "+more" in patch["parts"][0]["text"]
+
+
+async def test_one_callers_tools_see_none_of_anothers_copies(harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    keys = {"ALICE_KEY": "alice-key-52ab1e", "BOB_KEY": "bob-key-0c7f3d"}
+    for name, value in keys.items():
+        monkeypatch.setenv(name, value)
+    people = {"callers": [{"name": "alice", "key_env": "ALICE_KEY"}, {"name": "bob", "key_env": "BOB_KEY"}]}
+    source = project(harness.tmp_path / "project")
+    workspace = WorkspaceSettings(mode="per_task", source=source)
+    secret = f"alice-wrote-{uuid.uuid4().hex}"
+    copies = harness.tmp_path / "state" / COPIES
+    async with (
+        httpx.AsyncClient(timeout=120, headers=bearer(keys["ALICE_KEY"])) as alice,
+        httpx.AsyncClient(timeout=120, headers=bearer(keys["BOB_KEY"])) as bob,
+        harness.serving(auto_approve=True, workspace=workspace, auth=people) as served,
+    ):
+        wrote = await stream(alice, served.jsonrpc, bash_params(f"echo {secret} > secret.txt", description="write"))
+        assert final_state(wrote) == "TASK_STATE_COMPLETED"
+        [hers] = copies.rglob("secret.txt")
+        # the words grep looks for are never in the command itself (bob's own conversation would hold them)
+        look = (
+            f"ls -R {copies} > probe.txt 2>&1; echo ==CAT== >> probe.txt; cat {hers} >> probe.txt 2>&1; "
+            f"echo ==GREP== >> probe.txt; grep -rls alice-wro''te- {harness.tmp_path} /tmp >> probe.txt 2>&1"
+        )
+        probed = await stream(bob, served.jsonrpc, bash_params(f"{look}; echo END >> probe.txt", description="look"))
+        assert final_state(probed) == "TASK_STATE_COMPLETED"
+    [found] = copies.rglob("probe.txt")
+    listing, rest = found.read_text(errors="replace").split("==CAT==\n", 1)
+    cat, grep = rest.split("==GREP==\n", 1)
+    assert grep.rstrip().endswith("END") and "No such file" in cat and secret not in cat
+    assert hers.parent.name not in listing and caller_folder("alice") not in listing, "her copy is not even listed"
+    assert str(hers) not in grep and caller_folder("alice") not in grep, "grep found her words nowhere"
+    assert found.parent.parent.name == caller_folder("bob") != hers.parent.parent.name
