@@ -59,6 +59,7 @@ from a2a_wrapper.state.shared_tasks import SharedTaskStore, shared_events
 from a2a_wrapper.state.task_listing import listing_off_the_loop
 from a2a_wrapper.state.task_store import WriteBehindTaskStore
 from a2a_wrapper.state.write_behind import Writer
+from a2a_wrapper.workspaces import WorkspaceError, Workspaces, served_settings
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +86,8 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
     if unanswerable is not None:
         raise ConfigError(f"agent {settings.card.name!r}: {unanswerable}")
     settings.state_dir.mkdir(parents=True, exist_ok=True)
+    settings = served_settings(settings)  # per-task workspaces: the backend works in their folder, not the source
+    workspaces = _workspaces(settings)
     # the guard catches this agent's own secrets in any common encoding, in answers, logs and the audit
     remember_secrets([*secret_values(settings), *filter(None, map(os.environ.get, TOKEN_ENV))])
     async with AsyncExitStack() as stack:
@@ -108,7 +111,12 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         if database.shared:
             leases = await stack.enter_async_context(context_leases(settings, engine, tasks, locks))
         sessions = SessionMap(
-            engine, backend, settings.sessions, busy=locks.busy, lease=leases.take if leases else None
+            engine,
+            backend,
+            settings.sessions,
+            busy=locks.busy,
+            lease=leases.take if leases else None,
+            folders=workspaces,
         )
         await sessions.initialize()
         rejected = await backend.reject_pending(await sessions.known_sessions(), INTERRUPTED)
@@ -120,8 +128,10 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         context_rules = ContextRules(engine)
         await context_rules.initialize()
         gate = PermissionGate(policy, context_rules, audit, metrics.decided, settings.card.name)
-        watch = control_watch(settings, audit)
-        turns = Turns(backend, sessions, gate, locks, settings.timeouts.turn, settings.approvers, watch, tenants)
+        watch = control_watch(settings, audit) if workspaces is None else None  # in place only: see docs
+        turns = Turns(
+            backend, sessions, gate, locks, settings.timeouts.turn, settings.approvers, watch, tenants, workspaces
+        )
         metrics.watch(backend, sessions, turns.waiting, tenants.count if tenants is not None else None)
         card = build_card(with_grpc_port(settings, grpc_server))  # gRPC port 0: the free one bound
         # Stops after the handler; pushes at once the ends the last run owed (recovery has failed its lost turns).
@@ -149,6 +159,18 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
             operator=operator_routes(settings.card.name, turns, settings.console, database),
         )
         yield RunningAgent(settings, app, backend, sessions, turns.shutdown)
+
+
+def _workspaces(settings: AgentSettings) -> Workspaces | None:
+    """Per-task mode: the workspaces, their source checked (a bad one stops the start with its sentence)."""
+    if settings.workspace.mode != "per_task":
+        return None
+    workspaces = Workspaces(settings)
+    try:
+        workspaces.check()
+    except WorkspaceError as exc:
+        raise ConfigError(f"agent {settings.card.name!r}: {exc}") from exc
+    return workspaces
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from a2a_wrapper.events import KINDS, ToolKind
 from a2a_wrapper.frontend.card import build_card
 from a2a_wrapper.guard import RedactingFilter, redact_value
 from a2a_wrapper.shield import format_table
+from a2a_wrapper.workspaces import served_settings
 
 CONFIG_OPTION = click.option(
     "--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), help="The agent's config file."
@@ -179,7 +180,7 @@ def check(config_path: Path | None) -> None:
     click.echo("# runtime: where the backend runs, what it can write, read and reach")
     from a2a_wrapper.agent import describe_backends
 
-    click.echo(json.dumps(describe_backends(settings), indent=2))
+    click.echo(json.dumps(describe_backends(served_settings(settings)), indent=2))  # per task: the copies
 
 
 @main.group()

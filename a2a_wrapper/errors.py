@@ -4,6 +4,7 @@ WrapperError
 ├── ConfigError            a config file or override that cannot be used
 ├── InstallError           a backend binary that cannot be found or installed
 ├── SandboxUnavailable     this machine cannot build the sandbox a backend must run in
+├── WorkspaceError         a context's workspace could not be made, read or published (workspaces/git.py)
 └── BackendError           the backend failed; the message is a sentence for the caller
     ├── BackendUnavailable the backend process is down or not reachable
     │   ├── Unauthorized   the backend refused our credentials

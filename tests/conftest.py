@@ -2,6 +2,7 @@
 
 import asyncio
 import gc
+import os
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -20,6 +21,10 @@ from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSetti
 from a2a_wrapper.offline_model import MODEL_ID, SMALL_MODEL_ID, OfflineModel
 from tests.helpers.postgres import PostgresServer, postgres_binaries, running_postgres
 from tests.helpers.served_app import served_app
+
+# The suite's agents work in place (as before per-task workspaces were the default): their tests look at the
+# workdir after a turn. The tests of per-task workspaces (test_workspaces*.py) take this away for their agents.
+os.environ.setdefault("A2A_WRAP_WORKSPACE__MODE", "in_place")
 
 
 def pytest_asyncio_loop_factories(

@@ -239,7 +239,9 @@ def test_check_shows_what_the_sandbox_lets_the_backend_touch(tmp_path: Path, sta
     assert result.returncode == 0, result.stderr
     runtime = json.loads(result.stdout.split("# runtime: where the backend runs, what it can write, read and reach")[1])
     assert runtime["kind"] == "sandbox" and "checked on this machine" in runtime["mechanism"]
-    assert runtime["writable"][0] == str((tmp_path / "workspace").resolve()) and "your home folder" in runtime["hidden"]
+    copies = state_home["XDG_STATE_HOME"] + "/a2a-wrapper/shielded/workspaces/<tenant>"  # per task: one caller's copies
+    assert runtime["writable"][0] == copies and "your home folder" in runtime["hidden"]
+    assert str((tmp_path / "workspace").resolve()) not in runtime["writable"]
     assert runtime["network"]["direct"].startswith("none")
     assert runtime["tenants"]["max_running"] == 8 and any("/tenants/<tenant>/" in p for p in runtime["writable"])
     assert not (tmp_path / "workspace").exists(), "check creates nothing"

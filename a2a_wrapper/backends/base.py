@@ -2,6 +2,7 @@
 
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, Protocol, Required, TypedDict
 
 from a2a_wrapper.events import StreamEvent
@@ -11,6 +12,7 @@ from a2a_wrapper.events import StreamEvent
 class Session:
     id: str
     created: bool  # False when an existing backend session was resumed
+    directory: Path | None = None  # the session's own workspace (workspaces/); None: the backend's workdir
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +105,8 @@ class Backend(Protocol):
     async def health(self) -> Health:
         """Never raises."""
 
-    async def open_session(self, context_key: str, resume: str | None = None) -> Session: ...
+    async def open_session(self, context_key: str, resume: str | None = None, directory: Path | None = None) -> Session:
+        """The context's session, resumed or new, working in `directory` (its own workspace) when given."""
 
     async def close_session(self, session_id: str) -> None: ...
 

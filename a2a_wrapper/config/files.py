@@ -186,9 +186,12 @@ def _resolve_paths(settings: AgentSettings, path: Path) -> AgentSettings:
     if isinstance(settings.runtime, SandboxRuntime):
         extra = {key: [(base / p).resolve() for p in getattr(settings.runtime, key)] for key in ("read", "write")}
         settings = settings.model_copy(update={"runtime": settings.runtime.model_copy(update=extra)})
+    source = settings.workspace.source
+    workspace = settings.workspace.model_copy(update={"source": (base / source).resolve() if source else None})
     state_dir = settings.state_dir
     state_dir = (base / state_dir).resolve() if state_dir else default_state_dir(settings.card.name)
-    return settings.model_copy(update={"backend": backend.model_copy(update=updates), "state_dir": state_dir})
+    backend = backend.model_copy(update=updates)
+    return settings.model_copy(update={"backend": backend, "workspace": workspace, "state_dir": state_dir})
 
 
 def default_state_dir(agent_name: str) -> Path:

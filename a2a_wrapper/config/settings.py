@@ -18,6 +18,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from a2a_wrapper.addresses import parse_network
 from a2a_wrapper.config.backends import Backend, OpenCodeSettings
 from a2a_wrapper.config.runtimes import Runtime, SandboxRuntime
+from a2a_wrapper.config.workspace import WorkspaceSettings
 from a2a_wrapper.errors import SENTENCE
 from a2a_wrapper.guard.settings import GuardSettings
 from a2a_wrapper.sections import Section
@@ -298,6 +299,7 @@ class AgentSettings(BaseSettings):
     server: ServerSettings = ServerSettings()
     backend: Backend = OpenCodeSettings()
     runtime: Runtime = SandboxRuntime()
+    workspace: WorkspaceSettings = WorkspaceSettings()
     sessions: SessionSettings = SessionSettings()
     tenants: TenantSettings = TenantSettings()
     state: StateSettings = StateSettings()
@@ -359,6 +361,19 @@ class AgentSettings(BaseSettings):
             )
         if self.backend.base_url:
             raise ValueError("runtime.kind: docker starts OpenCode in a container; backend.base_url attaches to one")
+        return self
+
+    @model_validator(mode="after")
+    def _workspace_fits_backend(self) -> "AgentSettings":
+        if self.workspace.mode != "per_task" or not getattr(self.backend, "base_url", None):
+            return self
+        if "mode" not in self.workspace.model_fields_set:  # the default: an attached backend works in place
+            self.workspace = self.workspace.model_copy(update={"mode": "in_place"})
+        else:
+            raise ValueError(
+                "workspace.mode: per_task needs a backend the wrapper starts; backend.base_url attaches to one the "
+                "wrapper cannot give a copy of the project to (set workspace.mode: in_place)"
+            )
         return self
 
     @classmethod

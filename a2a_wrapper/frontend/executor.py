@@ -62,7 +62,7 @@ class TurnExecutor(AgentExecutor):
         task = context.current_task
         context_id = task.context_id if task else context.context_id
         assert context_id is not None
-        await self._turns.cancel(context.task_id)
         updater = TaskUpdater(event_queue, context.task_id, context_id)
+        await self._turns.cancel(context.task_id, updater)
         await updater.cancel(updater.new_agent_message([new_text_part(CANCELED)]))
         await self._turns.stop(context.task_id)

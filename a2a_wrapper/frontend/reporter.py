@@ -2,8 +2,10 @@
 
 import dataclasses
 import hashlib
+import logging
 import uuid
 from collections.abc import Awaitable, Callable
+from pathlib import Path, PurePath
 from typing import Any
 
 from a2a.helpers import new_data_part, new_text_part
@@ -17,9 +19,13 @@ from a2a_wrapper.guard.turn import TurnGuard
 from a2a_wrapper.permissions.approvals import Pending
 from a2a_wrapper.sandbox.control_files import Repair
 from a2a_wrapper.shield.decision import Decision
+from a2a_wrapper.workspaces import Change, WorkspaceError
+
+log = logging.getLogger(__name__)
 
 META = "a2a-wrapper"  # namespace of this project's metadata keys
 DIFF_MEDIA_TYPE = "text/x-diff"
+PATCH_MEDIA_TYPE = "text/x-patch"
 INJECTION = "text shaped like a prompt injection"
 _STATES = {
     "completed": TaskState.TASK_STATE_COMPLETED,
@@ -46,6 +52,10 @@ class TaskReporter:
         self._usage = Usage()
         self.metadata: dict[str, Any] = {}
         self.after_turn: Callable[[], Awaitable[Repair | None]] | None = None  # the workspace checked at the end
+        # per-task workspace: the context's change so far, reported at the turn's end (workspaces/)
+        self.workspace_change: Callable[[], Awaitable[Change | None]] | None = None
+        self.workspace_folder: Path | None = None  # the copy: a tool's path in it is named as the change names it
+        self._patch_id = f"patch-{uuid.uuid4().hex[:12]}"
 
     async def accept(self) -> None:
         """The turn waits (for the context's running turn, or for its session): the caller has the task now."""
@@ -122,9 +132,12 @@ class TaskReporter:
         for diff in event.diffs:
             await self._diff_artifact(diff)
 
-    async def _diff_artifact(self, diff: FileDiff) -> None:
-        """One artifact per changed path, replaced as the file changes again."""
-        await self._updater.add_artifact(
+    async def _diff_artifact(self, diff: FileDiff, updater: TaskUpdater | None = None) -> None:
+        """One artifact per changed path, replaced as the file changes again (the turn's end replaces a tool's diff
+        of a workspace's file with its diff against the workspace's start: the same path names both)."""
+        if self.workspace_folder is not None and PurePath(diff.path).is_relative_to(self.workspace_folder):
+            diff = FileDiff(path=str(PurePath(diff.path).relative_to(self.workspace_folder)), diff=diff.diff)
+        await (updater or self._updater).add_artifact(
             [new_text_part(self._guard.sentence(diff.diff), media_type=DIFF_MEDIA_TYPE)],
             artifact_id=f"diff-{hashlib.sha256(diff.path.encode()).hexdigest()[:16]}",
             name=f"diff {diff.path}",
@@ -172,8 +185,36 @@ class TaskReporter:
         await self._updater.update_status(TaskState.TASK_STATE_INPUT_REQUIRED, message=message, metadata={META: data})
         self.clock.pause()
 
+    async def workspace(self, updater: TaskUpdater | None = None) -> None:
+        """The context's change against its workspace's start, before the task's last status (on `updater`, a
+        cancel's, when given): a diff per changed file and one git patch of the whole change."""
+        if self.workspace_change is None:
+            return
+        updater = updater or self._updater
+        try:
+            change = await self.workspace_change()
+        except WorkspaceError as exc:
+            log.warning("the workspace's change could not be read: %s", exc)
+            self.metadata["workspace"] = {"error": str(exc)}
+            return
+        if change is None or not change.patch:
+            return  # nothing changed since the copy was made: no artifact to read
+        for file in change.files:
+            await self._diff_artifact(FileDiff(path=file.path, diff=file.diff), updater)
+        about: dict[str, Any] = {"branch": change.branch} if change.branch else {}
+        if change.left_out:
+            about["leftOut"] = list(change.left_out)  # nested repositories: not read, not in the patch
+        await updater.add_artifact(
+            [new_text_part(self._guard.sentence(change.patch), media_type=PATCH_MEDIA_TYPE)],
+            artifact_id=self._patch_id,
+            name="patch",
+            metadata={META: {"files": [file.path for file in change.files], **about}},
+        )
+        self.metadata["workspace"] = {"changed": len(change.files), **about}
+
     async def finish(self, done: Done) -> None:
         await self._open()  # the task first, should its turn end before it started
+        await self.workspace()
         await self._flush_thought()
         tail, verdict = self._guard.finish()
         self._text.append(tail)

@@ -16,6 +16,7 @@ import time
 from collections import Counter
 from collections.abc import AsyncGenerator, Awaitable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Protocol
 
 from a2a.helpers import new_data_part, new_text_part
@@ -35,6 +36,7 @@ from a2a_wrapper.sandbox.control_watch import ControlWatch
 from a2a_wrapper.shield.decision import Decision
 from a2a_wrapper.shield.rules import Approver
 from a2a_wrapper.state.sessions import ContextKey, SessionMap
+from a2a_wrapper.workspaces import WorkspaceError, Workspaces
 
 log = logging.getLogger(__name__)
 
@@ -150,10 +152,12 @@ class Turns:
         approvers: tuple[Approver, ...] = ("caller",),
         watch: ControlWatch | None = None,
         tenants: Tenancy | None = None,
+        workspaces: Workspaces | None = None,
     ) -> None:
         self._backend = backend
         self._watch = watch  # the workspace's control files, checked after each turn (in place)
         self._tenants = tenants
+        self._workspaces = workspaces  # per-task workspaces: each turn's end reports its context's change
         self._sessions = sessions
         self._gate = gate
         self._locks = locks
@@ -258,12 +262,14 @@ class Turns:
             live.answered = claim
         return earlier
 
-    async def cancel(self, task_id: str) -> None:
+    async def cancel(self, task_id: str, updater: TaskUpdater | None = None) -> None:
         """A paused turn is rejected and aborted; a running one is marked, and aborted by `stop` once its canceled
-        status is queued (or when a2a-sdk cancels its request first). Nothing more of it is reported."""
+        status is queued (or when a2a-sdk cancels its request first). Nothing more of it is reported but its
+        workspace's change, on the cancel's `updater`."""
         live = self._live.get(task_id)
         if live is None:
             return
+        await live.reporter.workspace(updater)
         if live.pending is not None:
             self._end(live)
             await _reject(live, CANCELED)
@@ -320,11 +326,14 @@ class Turns:
             reporter.clock.end("rejected")
             self._locks.release(scope.key)
             return None
-        except BackendError as exc:
+        except (BackendError, WorkspaceError) as exc:
             await reporter.finish(Done(outcome="failed", sentence=f"The backend could not run the turn: {exc}"))
             self._locks.release(scope.key)
             return None
         reporter.metadata.update({"session": opened.id, "sessionRecreated": opened.recreated})
+        if self._workspaces is not None and opened.directory is not None:
+            reporter.workspace_change = partial(self._workspaces.change, scope.key)
+            reporter.workspace_folder = opened.directory
         await reporter.working()
         if self._watch is not None:
             try:
@@ -333,7 +342,7 @@ class Turns:
                 await reporter.finish(Done(outcome="failed", sentence=f"The workspace could not be read: {exc}"))
                 self._locks.release(scope.key)
                 return None
-        turn = self._backend.turn(Session(id=opened.id, created=opened.created), prompt)
+        turn = self._backend.turn(Session(opened.id, opened.created, opened.directory), prompt)
         live = LiveTurn(turn, events_of(turn), reporter, scope, prompt, self._turn_timeout)
         live.watched = self._watch is not None
         reporter.after_turn = functools.partial(self._checked, live)
@@ -367,7 +376,7 @@ class Turns:
         self._sessions.forget(live.key)
         opened = await self._sessions.session_for(live.key)
         live.reporter.metadata.update({"session": opened.id, "sessionRecreated": opened.recreated})
-        live.turn = self._backend.turn(Session(id=opened.id, created=opened.created), live.prompt)
+        live.turn = self._backend.turn(Session(opened.id, opened.created, opened.directory), live.prompt)
         live.events = events_of(live.turn)
         live.reopened = True
 

@@ -84,7 +84,7 @@ class Sandbox:
         self._bwrap = await asyncio.to_thread(checked_bwrap)
         workdir = self._settings.backend.workdir
         workdir.mkdir(parents=True, exist_ok=True)
-        self._masked, self._read_only = denied_paths(self._settings.shield, workdir)
+        self._masked, self._read_only = self._denied()
         self._sockets = _sockets_folder(self._sockets)
         for folder in (self._sockets / "wrapper", self._sockets / "backend"):
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -134,7 +134,7 @@ class Sandbox:
         and each `(name, port)` of `serve` a port inside reached at `served_socket(name)`."""
         assert self._bwrap is not None and self._proxy is not None, "start() first"
         # What exists now, not at the agent's start: a renamed folder must not leave a bind with no source.
-        self._masked, self._read_only = denied_paths(self._settings.shield, self._settings.backend.workdir)
+        self._masked, self._read_only = self._denied()
         plan = self.plan(own, programs)
         for path in plan.writable:
             path.mkdir(parents=True, exist_ok=True)  # a bind needs its source
@@ -143,6 +143,12 @@ class Sandbox:
         plan.serve = [(held.detach(), port) for held, port in listening]
         argv = plan.command(self._bwrap, argv, new_session=new_session)
         return Wrapped(argv, {**env, **plan.environment()}, tuple(descriptor for descriptor, _ in plan.serve))
+
+    def _denied(self) -> tuple[list[Path], list[Path]]:
+        """(masked, read-only) in the workdir as it is now; its control files only when the agent works in place
+        (per task, the workdir is the folder of the copies: see workspaces/)."""
+        in_place = self._settings.workspace.mode == "in_place"
+        return denied_paths(self._settings.shield, self._settings.backend.workdir, controls=in_place)
 
     def plan(self, own: Iterable[Path], programs: Iterable[Path] = ()) -> SandboxPlan:
         workdir = self._settings.backend.workdir.resolve()
@@ -164,7 +170,7 @@ class Sandbox:
         """What the backend can touch, for /health and `a2a-wrap check` (which calls it before any start)."""
         masked, read_only = self._masked, self._read_only
         if self._bwrap is None:  # not started: what a start would find
-            masked, read_only = denied_paths(self._settings.shield, self._settings.backend.workdir)
+            masked, read_only = self._denied()
             try:
                 mechanism = f"bubblewrap at {checked_bwrap()}, checked on this machine"
             except SandboxUnavailable as exc:

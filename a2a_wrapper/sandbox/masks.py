@@ -24,9 +24,10 @@ _PATH_ONLY = frozenset({"paths", "class", "workspace"})
 _WRITES = frozenset({"write", "delete"})
 
 
-def denied_paths(shield: ShieldConfig | None, workdir: Path) -> tuple[list[Path], list[Path]]:
+def denied_paths(shield: ShieldConfig | None, workdir: Path, controls: bool = True) -> tuple[list[Path], list[Path]]:
     """(masked, read-only): paths under `workdir` that path-only deny rules cover, the built-in protection of
-    files that run code outside tool calls included (with a shield or without)."""
+    files that run code outside tool calls included (with a shield or without) unless `controls` is false: the
+    per-task copies (workspaces/), whose control files only the agent's own copy uses, are writable whole."""
     rules = shield.rules if shield else ()  # the built-in rule's paths, by a set lookup first: is_control
     hide = [rule for rule in rules if _path_deny(rule) and _covers(rule, {"read"})]
     freeze = [rule for rule in rules if _path_deny(rule) and _covers(rule, _WRITES)]
@@ -39,7 +40,7 @@ def denied_paths(shield: ShieldConfig | None, workdir: Path) -> tuple[list[Path]
             path = os.path.join(folder, name)
             if _matches(hide, path, root):
                 masked.append(Path(path))
-            elif is_control(path[len(root) + 1 :], name) or _matches(freeze, path, root):
+            elif (controls and is_control(path[len(root) + 1 :], name)) or _matches(freeze, path, root):
                 if not os.path.islink(path):
                     read_only.append(Path(path))
             else:
@@ -50,7 +51,7 @@ def denied_paths(shield: ShieldConfig | None, workdir: Path) -> tuple[list[Path]
         if seen > WALK_LIMIT:
             log.warning("sandbox: %s has over %d entries; denied paths beyond them are not masked", root, seen)
             break
-    return masked, read_only + linked_git_dirs(Path(root))
+    return masked, read_only + (linked_git_dirs(Path(root)) if controls else [])
 
 
 def linked_git_dirs(workdir: Path) -> list[Path]:

@@ -6,6 +6,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from sqlalchemy import Select, exists, select, text
@@ -60,9 +61,19 @@ class SessionBackend(Protocol):
     @property
     def kind(self) -> str: ...
 
-    async def open_session(self, context_key: str, resume: str | None = None) -> OpenedSession: ...
+    async def open_session(
+        self, context_key: str, resume: str | None = None, directory: Path | None = None
+    ) -> OpenedSession: ...
 
     async def close_session(self, session_id: str) -> None: ...
+
+
+class ContextFolders(Protocol):
+    """Each context's own folder (workspaces/): made or found when its session opens, removed when it ends."""
+
+    async def open(self, key: ContextKey) -> Path: ...
+
+    async def remove(self, key: ContextKey) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +81,7 @@ class ContextSession:
     id: str  # the backend's session id
     created: bool  # False when an existing backend session was resumed
     recreated: bool  # the map had a session the backend no longer has
+    directory: Path | None = None  # the context's own workspace; None: the backend's workdir
 
 
 class SessionMap:
@@ -80,8 +92,10 @@ class SessionMap:
         settings: SessionSettings,
         busy: Callable[[ContextKey], bool],
         lease: Callable[[ContextKey], Awaitable[None]] | None = None,
+        folders: ContextFolders | None = None,
     ) -> None:
         self._engine = engine
+        self._folders = folders  # per-task workspaces: a context's session works in its own folder
         self._lease = lease  # shared state: takes the context for this replica or raises (leases.py)
         self._backend = backend
         self._settings = settings
@@ -112,14 +126,19 @@ class SessionMap:
         if self._lease is not None:
             await self._lease(key)
         known = (None if self._shared else self._known.get(key)) or await self._lookup(key)
+        directory = await self._folders.open(key) if self._folders is not None else None
         if known is not None and known in self._verified:
             self._last_used[key] = time.time()
-            return ContextSession(known, created=False, recreated=False)
-        session = await self._backend.open_session(key.backend_key, resume=known)
+            return ContextSession(known, created=False, recreated=False, directory=directory)
+        if directory is None:
+            session = await self._backend.open_session(key.backend_key, resume=known)
+        else:
+            session = await self._backend.open_session(key.backend_key, resume=known, directory=directory)
         await self._remember(key, session.id)
         if known is None:
             await self._evict_over_limit()
-        return ContextSession(session.id, session.created, recreated=known is not None and session.created)
+        recreated = known is not None and session.created
+        return ContextSession(session.id, session.created, recreated=recreated, directory=directory)
 
     async def known_sessions(self) -> set[str]:
         async with self._engine.connect() as db:
@@ -206,6 +225,8 @@ class SessionMap:
                     {"a": key.caller, "c": key.context_id},
                 )
             self._verified.discard(self._known.pop(key, ""))
+            if self._folders is not None:
+                await self._folders.remove(key)
             ended += 1
         return ended
 

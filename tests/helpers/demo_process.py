@@ -10,6 +10,8 @@ from pathlib import Path
 
 A2A_WRAP = Path(sys.executable).parent / "a2a-wrap"  # the venv's script, run without activating the venv
 
+IN_PLACE = "A2A_WRAP_WORKSPACE__MODE"  # the suite's agents work in place (tests/conftest.py)
+
 
 def free_block(size: int, avoid: range = range(0)) -> int:
     """A port whose next `size - 1` ports are free too (the demo puts its agents right after the registry)."""
@@ -47,7 +49,11 @@ class Demo:
 
     @classmethod
     async def start(cls, state_home: Path, port: int, *args: str, env_extra: dict[str, str] | None = None) -> "Demo":
-        env = {k: v for k, v in os.environ.items() if not k.startswith("A2A_WRAP_") and k != "VIRTUAL_ENV"}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if (not k.startswith("A2A_WRAP_") or k == IN_PLACE) and k != "VIRTUAL_ENV"
+        }
         env |= env_extra or {}
         env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if Path(p) != A2A_WRAP.parent)
         env["XDG_STATE_HOME"] = str(state_home)

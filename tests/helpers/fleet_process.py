@@ -14,6 +14,8 @@ import yaml
 from a2a_wrapper.backends.opencode.launch import free_port
 from a2a_wrapper.config.settings import AgentSettings
 
+IN_PLACE = "A2A_WRAP_WORKSPACE__MODE"  # the suite's agents work in place (tests/conftest.py)
+
 
 def agent_config(folder: Path, name: str, settings: AgentSettings, **extra: Any) -> Path:
     """`folder/name/config.yaml`: the test settings' OpenCode on the offline model, its own port and state."""
@@ -65,7 +67,9 @@ class FleetProcess:
     ) -> "FleetProcess":
         """`env_extra`: variables the fleet's environment adds (an operator's or a remote agent's key)."""
         port = port or free_port()
-        env = {k: v for k, v in os.environ.items() if not k.startswith("A2A_WRAP_")} | (env_extra or {})
+        env = {k: v for k, v in os.environ.items() if (not k.startswith("A2A_WRAP_") or k == IN_PLACE)} | (
+            env_extra or {}
+        )
         process = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "a2a_wrapper", *args, "--port", str(port),
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,

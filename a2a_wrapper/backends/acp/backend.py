@@ -11,6 +11,7 @@ session, and `system_prompt_mode: replace` is refused.
 
 import logging
 import os
+from pathlib import Path
 
 from acp import RequestError
 
@@ -48,6 +49,7 @@ class AcpBackend:
         self._restarter = Restarter(self._name, self)
         self._ready = False
         self._loaded: set[str] = set()  # sessions the running agent process has open
+        self._directories: dict[str, Path] = {}  # a session's own workspace, where it has one
         self._fresh: set[str] = set()  # new sessions not prompted yet: the system prompt goes first
         self._spare: str | None = None  # the session made at start to check the agent signs in
 
@@ -122,19 +124,25 @@ class AcpBackend:
 
     # sessions
 
-    async def open_session(self, context_key: str, resume: str | None = None) -> Session:
+    async def open_session(self, context_key: str, resume: str | None = None, directory: Path | None = None) -> Session:
         if resume is not None:
+            if directory is not None:
+                self._directories[resume] = directory
             try:
                 await self.ensure_loaded(resume)
-                return Session(resume, created=False)
+                return Session(resume, created=False, directory=directory)
             except SessionGone as exc:
                 log.info("[%s] %s; creating a new session for context %s", self._name, exc, context_key)
-        session_id, self._spare = self._spare, None
+        session_id = None
+        if directory is None:  # the spare was made in the workdir
+            session_id, self._spare = self._spare, None
         if session_id is None:
-            session_id = await self.agent.new_session()
+            session_id = await self.agent.new_session(directory)
             self._loaded.add(session_id)
+        if directory is not None:
+            self._directories[session_id] = directory
         self._fresh.add(session_id)
-        return Session(session_id, created=True)
+        return Session(session_id, created=True, directory=directory)
 
     async def ensure_loaded(self, session_id: str) -> None:
         """The running agent process has this session open: loaded now if it was not (SessionGone if it cannot)."""
@@ -144,7 +152,7 @@ class AcpBackend:
         if not agent.can_load:
             raise SessionGone(f"{agent.agent_name} cannot load session {session_id} (no loadSession capability)")
         try:
-            await agent.load_session(session_id)
+            await agent.load_session(session_id, self._directories.get(session_id))
         except (RequestError, ConnectionError) as exc:
             raise SessionGone(f"{agent.agent_name} could not load session {session_id}: {exc}") from exc
         self._loaded.add(session_id)

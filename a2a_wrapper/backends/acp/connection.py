@@ -107,10 +107,11 @@ class AgentConnection:
             )
         log.info("[%s] %s initialized (pid %s)", self.child.name, self.agent_name, self.child.pid)
 
-    async def new_session(self) -> str:
+    async def new_session(self, directory: Path | None = None) -> str:
+        """A new session working in `directory` (a context's own workspace), else in the workdir."""
         try:
             created = await self.conn.new_session(
-                cwd=str(self._settings.workdir), mcp_servers=mcp_servers(self._settings)
+                cwd=str(directory or self._settings.workdir), mcp_servers=mcp_servers(self._settings)
             )
         except RequestError as exc:
             raise self._refused("session/new", exc) from exc
@@ -119,10 +120,10 @@ class AgentConnection:
         self.model = _model_of(created.config_options) or self.model
         return created.session_id
 
-    async def load_session(self, session_id: str) -> None:
+    async def load_session(self, session_id: str, directory: Path | None = None) -> None:
         """Raises RequestError or ConnectionError when the agent cannot load it."""
         await self.conn.load_session(
-            cwd=str(self._settings.workdir), session_id=session_id, mcp_servers=mcp_servers(self._settings)
+            cwd=str(directory or self._settings.workdir), session_id=session_id, mcp_servers=mcp_servers(self._settings)
         )
 
     async def close(self) -> None:

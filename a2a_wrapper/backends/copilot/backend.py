@@ -7,6 +7,7 @@ fails its running turns and is started again with backoff; sessions are resumed 
 import asyncio
 import logging
 import os
+from pathlib import Path
 from typing import Any
 
 from copilot import CopilotClient, CopilotSession
@@ -42,6 +43,7 @@ class CopilotBackend:
         self._launch: launch.Launch | None = None
         self._client: CopilotClient | None = None
         self._attached: dict[str, CopilotSession] = {}  # sessions resumed or created on the current client
+        self._directories: dict[str, Path] = {}  # a session's own workspace, where it has one
         self._turns: SessionRouter[CopilotTurn] = SessionRouter()
         self._restarter = Restarter(f"{self._name}/copilot", self)
         self._down: str | None = "the Copilot CLI is not started"
@@ -112,20 +114,23 @@ class CopilotBackend:
 
     # sessions
 
-    async def open_session(self, context_key: str, resume: str | None = None) -> Session:
+    async def open_session(self, context_key: str, resume: str | None = None, directory: Path | None = None) -> Session:
         derived = launch.session_id_for(context_key)
         for candidate in dict.fromkeys(c for c in (resume, derived) if c):
+            if directory is not None:
+                self._directories[candidate] = directory
             if candidate in self._attached or await self._exists(candidate):
                 await self._resume(candidate)
-                return Session(candidate, created=False)
+                return Session(candidate, created=False, directory=directory)
         client = self._running_client()
+        options = self._session_options(directory)
         try:
             self._attached[derived] = await client.create_session(
-                session_id=derived, **self._session_options(), **self._handlers(derived)
+                session_id=derived, **options, **self._handlers(derived)
             )
         except Exception as exc:
             raise BackendError(f"Copilot could not create a session: {exc}") from exc
-        return Session(derived, created=True)
+        return Session(derived, created=True, directory=directory)
 
     async def close_session(self, session_id: str) -> None:
         client = self._running_client()
@@ -163,17 +168,17 @@ class CopilotBackend:
     def detach(self, session_id: str, turn: CopilotTurn) -> None:
         self._turns.close(session_id, turn)
 
-    def _session_options(self) -> dict[str, Any]:
-        return launch.session_options(self._settings, self._launch.github_token if self._launch else None)
+    def _session_options(self, directory: Path | None = None) -> dict[str, Any]:
+        token = self._launch.github_token if self._launch else None
+        return launch.session_options(self._settings, token, directory)
 
     async def _resume(self, session_id: str) -> CopilotSession:
         if session_id in self._attached:
             return self._attached[session_id]
         client = self._running_client()
         try:
-            sdk_session = await client.resume_session(
-                session_id, **self._session_options(), **self._handlers(session_id)
-            )
+            options = self._session_options(self._directories.get(session_id))
+            sdk_session = await client.resume_session(session_id, **options, **self._handlers(session_id))
         except Exception as exc:
             raise BackendError(f"Copilot could not resume session {session_id}: {exc}") from exc
         self._attached[session_id] = sdk_session

@@ -100,13 +100,17 @@ def session_id_for(context_key: str) -> str:
     return str(uuid.uuid5(_SESSION_NAMESPACE, context_key))
 
 
-def session_options(backend: CopilotSettings, github_token: str | None = None) -> dict[str, Any]:
-    """Keyword arguments for both create_session and resume_session (the provider is not kept by the CLI).
+def session_options(
+    backend: CopilotSettings, github_token: str | None = None, directory: Path | None = None
+) -> dict[str, Any]:
+    """Keyword arguments for both create_session and resume_session (the provider is not kept by the CLI); the
+    session works in `directory` (its own workspace) when given, else in the workdir.
 
     The GitHub token travels here, on the SDK's stdio to the CLI, and never in the CLI's environment, which
     every tool it runs would inherit (and /proc/<pid>/environ would show)."""
     # No hooks from the workspace's `.github/hooks/`: the CLI would run their commands itself, outside any tool call.
-    options: dict[str, Any] = {"streaming": True, "working_directory": str(backend.workdir), "enable_file_hooks": False}
+    workdir = str(directory or backend.workdir)
+    options: dict[str, Any] = {"streaming": True, "working_directory": workdir, "enable_file_hooks": False}
     if backend.model:
         options["model"] = backend.model
     if backend.provider is not None:

@@ -11,6 +11,7 @@ import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from a2a_wrapper.backends.base import Capabilities, Health, Identity, Prompt, Session, unhealthy
 from a2a_wrapper.backends.install import find_binary
@@ -56,6 +57,9 @@ class OpenCodeBackend:
         self._events: EventStream | None = None
         self.hooks: HookServer | None = None  # sees every tool call; none on an OpenCode we only attach to
         self._reader: asyncio.Task[None] | None = None  # the event stream's
+        # OpenCode runs one instance per directory, each with its own `/event` stream: a per-task workspace's
+        # sessions are read on their directory's, held (as the main one) for the server's life.
+        self._workspace_streams: dict[Path, tuple[EventStream, asyncio.Task[None]]] = {}
         self._short_sockets: Path | None = None  # the hook's socket folder, when the state folder's is too deep
         self._restarter = Restarter(f"{self._name}/opencode", self)
 
@@ -168,12 +172,16 @@ class OpenCodeBackend:
             self._events = EventStream(self._name, http)
         else:
             self._events.use(http)
+        for stream, _ in self._workspace_streams.values():
+            stream.use(http)
         await self._client.wait_healthy()
 
     async def stop(self) -> None:
         await self._restarter.stop()
         if self._reader is not None:
             await cancel_and_wait(self._reader)
+        for _, reader in self._workspace_streams.values():
+            await cancel_and_wait(reader)
         if self._child is not None:
             await self._child.stop()
         if self.hooks is not None:
@@ -195,14 +203,18 @@ class OpenCodeBackend:
         return await self._child.wait()
 
     async def exited(self, code: int) -> None:
-        self.events.broadcast({"type": BACKEND_EXITED, "properties": {"code": code}})
+        for stream in [self.events, *(stream for stream, _ in self._workspace_streams.values())]:
+            stream.broadcast({"type": BACKEND_EXITED, "properties": {"code": code}})
         if self.hooks is not None:
             self.hooks.loaded.clear()  # the next OpenCode says hello again once it has loaded the hook
         assert self._child is not None
         await self._child.stop()
 
-    async def request(self, method: str, path: str, body: Any = None, timeout: float | None = None) -> Any:
-        return await self._client.request(method, path, body, timeout)
+    async def request(
+        self, method: str, path: str, body: Any = None, timeout: float | None = None, directory: Path | None = None
+    ) -> Any:
+        """One call to OpenCode; about the instance of `directory` (a context's workspace) when given."""
+        return await self._client.request(method, in_directory(path, directory), body, timeout)
 
     async def health(self) -> Health:
         status: Identity = {"kind": self.kind, "restarts": self.restarts}
@@ -218,15 +230,18 @@ class OpenCodeBackend:
 
     # sessions and turns
 
-    async def open_session(self, context_key: str, resume: str | None = None) -> Session:
+    async def open_session(self, context_key: str, resume: str | None = None, directory: Path | None = None) -> Session:
+        if directory is not None:
+            self.events_for(directory)  # reading that instance's events from now on, before its first turn
         if resume:
             try:
-                await self.request("GET", f"/session/{resume}")
-                return Session(resume, created=False)
+                await self.request("GET", f"/session/{resume}", directory=directory)
+                return Session(resume, created=False, directory=directory)
             except NotFound:
                 log.info("[%s] session %s is gone from OpenCode; creating a new one", self._name, resume)
-        created = await self.request("POST", "/session", {"title": f"A2A context {context_key[:64]}"})
-        return Session(created["id"], created=True)
+        title = {"title": f"A2A context {context_key[:64]}"}
+        created = await self.request("POST", "/session", title, directory=directory)
+        return Session(created["id"], created=True, directory=directory)
 
     async def close_session(self, session_id: str) -> None:
         await self.request("DELETE", f"/session/{session_id}")
@@ -245,8 +260,26 @@ class OpenCodeBackend:
     def mcp_servers(self) -> list[str]:
         return self.settings.enabled_mcp_servers
 
+    def events_for(self, directory: Path | None) -> EventStream:
+        """The event stream of `directory`'s instance (the workdir's: `events`), started at its first use."""
+        if directory is None:
+            return self.events
+        held = self._workspace_streams.get(directory)
+        if held is None:
+            stream = EventStream(f"{self._name}/{directory.name}", self.events.http, in_directory("/event", directory))
+            reader = asyncio.create_task(stream.run(), name=f"{self._name}-events-{directory.name}")
+            held = self._workspace_streams[directory] = (stream, reader)
+        return held[0]
+
     @property
     def events(self) -> EventStream:
         if self._events is None:
             raise BackendUnavailable("the OpenCode backend is not started")
         return self._events
+
+
+def in_directory(path: str, directory: Path | None) -> str:
+    """`path` about the OpenCode instance of `directory` (the query beats the connection's directory header)."""
+    if directory is None:
+        return path
+    return f"{path}{'&' if '?' in path else '?'}directory={quote(str(directory), safe='/')}"

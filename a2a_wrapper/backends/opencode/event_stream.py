@@ -95,15 +95,20 @@ class SilenceWatch:
 class EventStream:
     """Holds the subscription; `subscribe(session_id)` gives a queue of that session's events."""
 
-    def __init__(self, name: str, http: JsonHttp) -> None:
+    def __init__(self, name: str, http: JsonHttp, path: str = "/event") -> None:
         self._name = name
         self._http = http
+        self._path = path  # with `?directory=`: the stream of that directory's instance
         self._queues: dict[str, list[Subscription]] = {}
         self._parents: dict[str, str] = {}
         self._reconnected = False  # no event read since a reconnect: the first one is preceded by RECONNECTED
         self._reading: SseResponse | None = None  # the connection's answer, while one is open
         self._moved = asyncio.Event()  # a new address to read from at once
         self.connected = asyncio.Event()
+
+    @property
+    def http(self) -> JsonHttp:
+        return self._http
 
     def use(self, http: JsonHttp) -> None:
         """A restarted backend: the stream reads from its new address at once. A connection still open to the old
@@ -162,7 +167,7 @@ class EventStream:
     async def follow(self) -> None:
         """Reads one connection's stream, each event routed as it arrives; returns when the server ends it, raises
         what ended it otherwise (OSError, ResponseError, TimeoutError after SILENCE without a byte)."""
-        response = SseResponse(self._http.head("GET", "/event"), self._deliver)
+        response = SseResponse(self._http.head("GET", self._path), self._deliver)
         transport, _ = await self._http.open(lambda: response)
         silence = SilenceWatch(lambda: response.received, response.fail, SILENCE)
         self._reading = response

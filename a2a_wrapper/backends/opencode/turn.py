@@ -42,12 +42,13 @@ class OpenCodeTurn:
         self._session = session
         self._prompt = prompt
         self._gate: HookGate | None = None  # this turn's tool calls, held by the hook until decided
+        self._events = backend.events_for(session.directory)  # the stream of the session's directory
 
     def __aiter__(self) -> AsyncIterator[Batch]:
         return self._run()
 
     async def _run(self) -> AsyncIterator[Batch]:
-        events = self._backend.events
+        events = self._events
         subscription = events.subscribe(self._session.id)
         queue = subscription.queue
         translator = Translator(self._backend.mcp_servers)
@@ -63,7 +64,7 @@ class OpenCodeTurn:
                 hooks.open(self._session.id, self._gate)
             try:
                 body = prompt_body(self._backend.settings, self._prompt)
-                await self._backend.request("POST", f"/session/{self._session.id}/prompt_async", body)
+                await self._request("POST", f"/session/{self._session.id}/prompt_async", body)
             except NotFound as exc:
                 raise SessionGone(str(exc)) from exc
             async with aclosing(batches(queue, partial(self._translate, translator))) as stream:
@@ -102,17 +103,21 @@ class OpenCodeTurn:
         for event in events:
             if isinstance(event, Permission) and self._gate is not None and self._gate.decided(event):
                 log.debug("session %s: %s (%s) was decided at the hook", self._session.id, event.id, event.tool)
-                await self._backend.request("POST", f"/permission/{event.id}/reply", {"reply": "once"})
+                await self._request("POST", f"/permission/{event.id}/reply", {"reply": "once"})
             else:
                 kept.append(event)
         return kept
 
     async def _messages(self) -> list[dict[str, Any]]:
-        return list(await self._backend.request("GET", f"/session/{self._session.id}/message") or [])
+        return list(await self._request("GET", f"/session/{self._session.id}/message") or [])
 
     async def _busy(self) -> bool:
-        statuses = await self._backend.request("GET", "/session/status")
+        statuses = await self._request("GET", "/session/status")
         return self._session.id in (statuses or {})
+
+    async def _request(self, method: str, path: str, body: Any = None) -> Any:
+        """A call about this session's OpenCode instance (its workspace's, or the workdir's)."""
+        return await self._backend.request(method, path, body, directory=self._session.directory)
 
     async def reply(self, permission_id: str, decision: Literal["allow", "deny"], reason: str) -> None:
         if permission_id.startswith(HOOK_PREFIX):  # a call the hook holds: the plugin gets the answer
@@ -120,21 +125,21 @@ class OpenCodeTurn:
                 self._gate.settle(permission_id, decision == "allow", reason)
             return
         body = {"reply": "once"} if decision == "allow" else {"reply": "reject", "message": reason}
-        await self._backend.request("POST", f"/permission/{permission_id}/reply", body)
+        await self._request("POST", f"/permission/{permission_id}/reply", body)
 
     async def answer(self, question_id: str, text: str | None) -> None:
         if text is None:
-            await self._backend.request("POST", f"/question/{question_id}/reject", {})
+            await self._request("POST", f"/question/{question_id}/reject", {})
         else:
-            await self._backend.request("POST", f"/question/{question_id}/reply", {"answers": [[text]]})
+            await self._request("POST", f"/question/{question_id}/reply", {"answers": [[text]]})
 
     async def abort(self) -> None:
         """Abort the running turn and wait (bounded) until OpenCode says the session is idle."""
-        events = self._backend.events
+        events = self._events
         subscription = events.subscribe(self._session.id)
         subscription.eager = False
         try:
-            await self._backend.request("POST", f"/session/{self._session.id}/abort", {})
+            await self._request("POST", f"/session/{self._session.id}/abort", {})
             if not await self._busy():
                 return
             await wait_stopped(_idle(subscription.queue), self._session.id)

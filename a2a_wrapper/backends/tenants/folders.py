@@ -5,25 +5,30 @@ pool hands out session ids qualified by that id (`<tenant>:<the backend's own id
 names the only backend it means anything to.
 """
 
-import hashlib
 import re
 
 from a2a_wrapper.config.settings import AgentSettings
+from a2a_wrapper.workspaces.folders import caller_folder
 
 TENANTS = "tenants"  # under the agent's state folder: one folder per caller
-_ID_LENGTH = 12  # hex digits: 48 bits, against a handful of configured callers
+_ID_LENGTH = len(caller_folder(""))  # hex digits
 _QUALIFIED = re.compile(rf"([0-9a-f]{{{_ID_LENGTH}}}):(.+)", re.DOTALL)
 
 
 def tenant_id(caller: str) -> str:
-    """The caller's stable short id: the name of its backend's folder and the prefix of its sessions' ids."""
-    return hashlib.sha256(caller.encode("utf-8", "surrogateescape")).hexdigest()[:_ID_LENGTH]
+    """The caller's stable short id: the name of its backend's folder and the prefix of its sessions' ids (and of
+    the folder of its per-task copies: workspaces/folders.py)."""
+    return caller_folder(caller)
 
 
 def tenant_settings(settings: AgentSettings, tenant: str) -> AgentSettings:
-    """The agent's settings for one caller's backend: the same, but its own state folder."""
+    """The agent's settings for one caller's backend: the same, but its own state folder, and per task its own
+    folder of copies as the workdir (its sandbox binds the copies of this caller's contexts only)."""
     assert settings.state_dir is not None
-    return settings.model_copy(update={"state_dir": settings.state_dir / TENANTS / tenant})
+    update: dict[str, object] = {"state_dir": settings.state_dir / TENANTS / tenant}
+    if settings.workspace.mode == "per_task":
+        update["backend"] = settings.backend.model_copy(update={"workdir": settings.backend.workdir / tenant})
+    return settings.model_copy(update=update)
 
 
 def qualified(tenant: str, session_id: str) -> str:

@@ -17,6 +17,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Collection, Iterable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from a2a_wrapper.backends import capabilities_of
 from a2a_wrapper.backends.base import Backend, Capabilities, Health, Prompt, Session, Tenants
@@ -143,12 +144,16 @@ class TenantPool:
             status["error"] = "; ".join(f"the backend of tenant {a['tenant']}: {a.get('error')}" for a in failing)
         return status
 
-    async def open_session(self, context_key: str, resume: str | None = None) -> Session:
+    async def open_session(self, context_key: str, resume: str | None = None, directory: Path | None = None) -> Session:
         tenant = tenant_id(caller_of_key(context_key))
         owner, own_id = split(resume) if resume else (None, "")
         async with self.using(tenant) as backend:  # an id another backend made is never handed to this one
-            session = await backend.open_session(context_key, own_id if owner == tenant else None)
-        return Session(qualified(tenant, session.id), session.created)
+            own = own_id if owner == tenant else None
+            if directory is None:
+                session = await backend.open_session(context_key, own)
+            else:
+                session = await backend.open_session(context_key, own, directory)
+        return Session(qualified(tenant, session.id), session.created, directory)
 
     async def close_session(self, session_id: str) -> None:
         tenant, own_id = split(session_id)
@@ -170,7 +175,7 @@ class TenantPool:
 
     def turn(self, session: Session, prompt: Prompt) -> TenantTurn:
         tenant, own_id = split(session.id)
-        return TenantTurn(self, tenant, Session(own_id, session.created), prompt)
+        return TenantTurn(self, tenant, Session(own_id, session.created, session.directory), prompt)
 
     # the tenants
 
