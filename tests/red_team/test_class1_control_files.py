@@ -100,17 +100,6 @@ NOT_SCANNED = "control files: {} is not among the control files the turn's scan 
 ALWAYS = {
     "embedded-bare-repository": "control files: a folder holding HEAD, objects/, refs/ and a config IS a git directory "
     "to the owner's git (safe.bareRepository defaults to all), with no `.git` name for the scan to find",
-    "cursor-hooks-and-mcp": NOT_SCANNED.format("Cursor's .cursor/ (hooks.json runs commands)"),
-    "amazon-q-mcp": NOT_SCANNED.format("Amazon Q's .amazonq/mcp.json"),
-    "roo-mcp": NOT_SCANNED.format("Roo Code's .roo/mcp.json"),
-    "kiro-hook": NOT_SCANNED.format("Kiro's .kiro/hooks"),
-    "windsurf-hooks": NOT_SCANNED.format("Windsurf's .windsurf/hooks.json"),
-    "helix-language-server": NOT_SCANNED.format("Helix's .helix/languages.toml (a language server's command)"),
-    "zed-lsp-binary": NOT_SCANNED.format("Zed's .zed/settings.json (a language server's binary)"),
-    "jetbrains-startup-task": NOT_SCANNED.format("JetBrains' .idea/"),
-    "neovim-exrc": NOT_SCANNED.format("Neovim's .nvim.lua (exrc)"),
-    "lefthook-config": NOT_SCANNED.format("lefthook.yml (its installed hook runs what it names)"),
-    "yarn-path": NOT_SCANNED.format(".yarnrc.yml (yarnPath runs on every yarn command there)"),
 }
 UNTIL_SCANNED = (
     "control files: nothing removes what a turn planted in place on main; branch inplace scans after each turn"

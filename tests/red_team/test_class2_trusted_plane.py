@@ -106,12 +106,7 @@ PLANTED = {
     "project-opencode-json": ["loaded-json-plugin"],
     "ripgrep-planted-in-cache": ["ran-planted-rg"],
 }
-LOADED = {
-    "plugin-in-home-dot-opencode": "trusted plane: OpenCode reads plugins from $HOME/.opencode/plugin, and HOME is the "
-    "backend's writable folder: a plugin a tool writes there loads in OpenCode's process at the next start",
-    "ripgrep-planted-in-cache": "trusted plane: OpenCode runs ripgrep from $XDG_CACHE_HOME/opencode/bin when none is "
-    "on PATH, and the cache is writable inside: the grep tool, decided as `grep`, runs the program a tool planted",
-}
+LOADED: dict[str, str] = {}  # attempts a start still loads: none since the wrapper owns those places
 
 
 @pytest.mark.parametrize(
