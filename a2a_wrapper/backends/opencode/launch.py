@@ -44,7 +44,8 @@ _OFFLINE_ENV = {
 # Places in OpenCode's own (writable) folders it loads or runs code from: plugins from HOME's `.opencode/` (as from
 # its config folder), and its ripgrep from the cache when none is on the PATH. Each is an empty folder of the
 # wrapper's, shown read-only over it, so nothing a tool puts there runs in OpenCode or in its place.
-CODE_PLACES = {"empty-dot-opencode": "home/.opencode", "empty-bin": "cache/opencode/bin"}
+CODE_PLACES = {"dot-opencode": "home/.opencode", "empty-bin": "cache/opencode/bin"}
+_CONFIG_FOLDERS = ("opencode", "dot-opencode")  # XDG_CONFIG_HOME/opencode, and what HOME's .opencode/ shows
 _PLUGIN_SEED = {
     "package.json": {"dependencies": {"@opencode-ai/plugin": "*"}},
     "package-lock.json": {"lockfileVersion": 3, "packages": {"": {"dependencies": {"@opencode-ai/plugin": "*"}}}},
@@ -157,15 +158,16 @@ def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 
 def config_files() -> dict[str, str | None]:
     """OpenCode's config folder as the wrapper makes it at every start: the tool hook plugin in `plugin/`, where
-    OpenCode loads it, and the seed that makes OpenCode skip its background `npm install` of the plugin package
-    (offline, and 64 MB saved). Nothing else: every setting travels in OPENCODE_CONFIG_CONTENT."""
+    OpenCode loads it, and, there and in what is shown as HOME's `.opencode/` (a config folder to OpenCode too),
+    the seed that makes OpenCode skip its background `npm install` of the plugin package (offline, and 64 MB
+    saved). Nothing else: every setting travels in OPENCODE_CONFIG_CONTENT."""
     plugin = (resources.files(__package__) / "plugin" / HOOK_PLUGIN).read_text()
-    files: dict[str, str | None] = {f"opencode/{name}": json.dumps(content) for name, content in _PLUGIN_SEED.items()}
-    # OpenCode writes this .gitignore into its config folder where it is missing (a read-only folder then fails
+    # OpenCode writes this .gitignore into each config folder where it is missing (a read-only folder then fails
     # every instance's start): written here as OpenCode writes it.
     ignored = "\n".join(["node_modules", "package.json", "bun.lock", ".gitignore"])
-    return files | dict.fromkeys(CODE_PLACES) | {
-        "opencode/.gitignore": ignored,
-        "opencode/node_modules": None,
-        f"opencode/plugin/{HOOK_PLUGIN}": plugin,
+    seed = {name: json.dumps(content) for name, content in _PLUGIN_SEED.items()} | {".gitignore": ignored}
+    files: dict[str, str | None] = {
+        f"{folder}/{name}": text for folder in _CONFIG_FOLDERS for name, text in seed.items()
     }
+    files |= {f"{folder}/node_modules": None for folder in _CONFIG_FOLDERS}
+    return files | dict.fromkeys(CODE_PLACES) | {f"opencode/plugin/{HOOK_PLUGIN}": plugin}
