@@ -64,7 +64,8 @@ def test_the_boundary_tests_pass_as_an_unprivileged_user(shared_folder: Path) ->
         "PYTHONPATH": os.pathsep.join([str(REPO), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]),
     }
     # OpenCode and Copilot (the ACP variants run the same programs under the same sandbox as root): CI's time
-    command = [str(SYSTEM_PYTHON), "-m", "pytest", "-q", "-x", "-k", "not acp", f"--basetemp={home / 'pytest'}", *SUITES]
+    selected = ["-k", "not acp", f"--basetemp={home / 'pytest'}", *SUITES]
+    command = [str(SYSTEM_PYTHON), "-m", "pytest", "-q", "-x", *selected]
     setpriv = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
     ran = subprocess.run([*setpriv, *command], cwd=REPO, env=env, capture_output=True, text=True, timeout=1700)
     summary = ran.stdout.strip().rpartition("\n")[2]
