@@ -204,6 +204,8 @@ async def test_the_sdk_client_sends_the_key_the_card_asks_for(guarded: ServedAge
 
 @pytest.mark.slow
 async def test_a_task_is_seen_and_cancelled_only_by_its_caller(guarded: ServedAgent, http: httpx.AsyncClient) -> None:
+    # the caller's own backend up first (one per caller, started on demand): a task that waits for it is `submitted`
+    await result(http, guarded.jsonrpc, "SendMessage", {"message": user_message("ready?")}, ORCHESTRATOR_KEY)
     params = {"message": user_message("[[slow:5]] mine"), "configuration": {"returnImmediately": True}}
     task_id = (await result(http, guarded.jsonrpc, "SendMessage", params, ORCHESTRATOR_KEY))["task"]["id"]
 
