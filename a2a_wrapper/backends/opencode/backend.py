@@ -118,12 +118,15 @@ class OpenCodeBackend:
         if self._sandbox is not None:
             return self._sandbox.wrapper_socket(launch.HOOK_SOCKET)
         path = launch.hook_socket(self._state_dir)
-        if isinstance(self._runtime, DockerRuntime) or len(os.fsencode(path)) <= MAX_SOCKET_PATH:
-            return path  # a container reaches only its mounted folders
-        # A plain child reaches any path of ours: a caller's folder too deep for a socket's path gets a short
-        # private one (mode 0700), removed at stop.
+        if len(os.fsencode(path)) <= MAX_SOCKET_PATH:
+            return path
+        # A caller's folder too deep for a socket's path gets a short private one (mode 0700), removed at stop (a
+        # container is shown it, as it is shown the one in the state folder).
         self._short_sockets = Path(tempfile.mkdtemp(prefix="a2a-hook-"))
         return self._short_sockets / launch.HOOK_SOCKET
+
+    def _hook_socket_folder(self) -> Path:
+        return self.hooks.path.parent if self.hooks is not None else launch.hook_socket(self._state_dir).parent
 
     async def spawn(self) -> None:
         binary = self._binary = (self.settings.binary or find_binary("opencode")).resolve()
@@ -157,7 +160,7 @@ class OpenCodeBackend:
             mounts=[
                 Mount(binary, read_only=True),
                 Mount(plan.config, read_only=True),
-                Mount(launch.hook_socket(self._state_dir).parent, read_only=True),
+                Mount(self._hook_socket_folder(), read_only=True),
                 *map(Mount, plan.writable),
                 *(Mount(source, read_only=True, at=place) for source, place in plan.given),
             ],
