@@ -28,7 +28,10 @@ pytestmark = [
 
 REPO = Path(__file__).resolve().parent.parent
 NOBODY = 65534
-SUITES = ["tests/test_trusted_plane.py", "tests/test_sandbox_boundary.py"]
+SUITES = [  # the trusted plane whole; of the older sandbox suite, its first promise (CI's time)
+    "tests/test_trusted_plane.py",
+    "tests/test_sandbox_boundary.py::test_writes_outside_the_workspace_do_not_reach_the_disk",
+]
 
 
 def _owned_by_nobody(path: Path) -> Path:
