@@ -125,8 +125,9 @@ class OpenCodeBackend:
         self._short_sockets = Path(tempfile.mkdtemp(prefix="a2a-hook-"))
         return self._short_sockets / launch.HOOK_SOCKET
 
-    def _hook_socket_folder(self) -> Path:
-        return self.hooks.path.parent if self.hooks is not None else launch.hook_socket(self._state_dir).parent
+    def _hook_mount(self) -> list[Mount]:
+        """The folder of the hook's socket, read-only, for a container (a sandbox shows it with its own sockets)."""
+        return [Mount(self.hooks.path.parent, read_only=True)] if self.hooks and self._sandbox is None else []
 
     async def spawn(self) -> None:
         binary = self._binary = (self.settings.binary or find_binary("opencode")).resolve()
@@ -160,7 +161,7 @@ class OpenCodeBackend:
             mounts=[
                 Mount(binary, read_only=True),
                 Mount(plan.config, read_only=True),
-                Mount(self._hook_socket_folder(), read_only=True),
+                *self._hook_mount(),
                 *map(Mount, plan.writable),
                 *(Mount(source, read_only=True, at=place) for source, place in plan.given),
             ],
