@@ -65,4 +65,41 @@ class DockerRuntime(Section):
     network: str = Field("bridge", description="Docker network mode or name.")
 
 
-Runtime = Annotated[SandboxRuntime | ProcessRuntime | DockerRuntime, Field(discriminator="kind")]
+class SidecarRuntime(Section):
+    """The backend in a container of its own beside the wrapper's: a compose service or a pod's second container,
+    running `a2a-wrap sidecar`, which starts what the wrapper asks it to. The two containers share the network (as
+    a pod's do) and exactly two volumes: `sockets`, the wrapper's, read-only in the backend's container, and
+    `folders`, the backend's own folders (and the copies of per-task workspaces), read-write in both; plus the
+    workspace. The wrapper's state, environment and processes are in its own container, out of the backend's
+    sight. One caller per agent: every backend the sidecar starts runs as the same user."""
+
+    kind: Literal["sidecar"] = "sidecar"
+    sockets: Path = Field(
+        Path("/run/a2a-wrapper"),
+        description="The wrapper's sockets (the sidecar's link, the egress proxy, the tool hook): a volume the "
+        "backend's container mounts read-only at the same path.",
+    )
+    folders: Path = Field(
+        Path("/srv/a2a/backend"),
+        description="The backend's own folders: a volume both containers mount read-write at the same path. Never "
+        "the wrapper's state_dir.",
+    )
+    hosts: list[str] = Field([], description="As the sandbox's: hosts the egress proxy lets through.")
+    connect_timeout: float = Field(
+        120.0, gt=0, description="Seconds a backend start waits for the sidecar to connect to the wrapper."
+    )
+
+    @field_validator("hosts")
+    @classmethod
+    def _hosts_or_networks(cls, value: list[str]) -> list[str]:
+        return [egress_host(entry) for entry in value]
+
+    @field_validator("sockets", "folders")
+    @classmethod
+    def _absolute(cls, value: Path) -> Path:
+        if not value.is_absolute():
+            raise ValueError(f"{value} is not an absolute path (both containers mount it at the same path)")
+        return value
+
+
+Runtime = Annotated[SandboxRuntime | ProcessRuntime | DockerRuntime | SidecarRuntime, Field(discriminator="kind")]

@@ -364,6 +364,29 @@ class AgentSettings(BaseSettings):
         return self
 
     @model_validator(mode="after")
+    def _sidecar_fits_agent(self) -> "AgentSettings":
+        runtime = self.runtime
+        if runtime.kind != "sidecar":
+            return self
+        if self.backend.base_url:
+            raise ValueError(
+                "runtime.kind: sidecar starts the backend in its container; backend.base_url attaches to one"
+            )
+        if len(self.auth.callers) > 1:
+            raise ValueError(
+                f"runtime.kind: sidecar runs every backend as its container's one user, so it serves one caller, and "
+                f"auth.callers names {len(self.auth.callers)}: run an agent (a pod, a compose service) per caller"
+            )
+        state = self.state_dir.resolve() if self.state_dir is not None else None
+        for name, path in (("sockets", runtime.sockets), ("folders", runtime.folders)):
+            if state is not None and (path == state or state in path.parents or path in state.parents):
+                raise ValueError(
+                    f"runtime.{name}: {path} overlaps state_dir {self.state_dir}, which the backend's container must "
+                    "never mount: give it a volume of its own"
+                )
+        return self
+
+    @model_validator(mode="after")
     def _workspace_fits_backend(self) -> "AgentSettings":
         if self.workspace.mode != "per_task" or not getattr(self.backend, "base_url", None):
             return self
