@@ -22,7 +22,7 @@ from a2a_wrapper.backends.copilot.launch import TOKEN_ENV
 from a2a_wrapper.backends.tenants import TenantPool
 from a2a_wrapper.backends.tenants.folders import tenant_settings
 from a2a_wrapper.background import cancel_and_wait
-from a2a_wrapper.config.runtimes import ProcessRuntime, SandboxRuntime
+from a2a_wrapper.config.runtimes import ProcessRuntime, SandboxRuntime, SidecarRuntime
 from a2a_wrapper.config.secrets import secret_values
 from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.errors import ConfigError
@@ -42,6 +42,7 @@ from a2a_wrapper.permissions.policy import Policy, build_policy
 from a2a_wrapper.ports import bind_port
 from a2a_wrapper.push import push_service
 from a2a_wrapper.sandbox import Sandbox, describe_runtime
+from a2a_wrapper.sandbox.beside import SidecarBoundary
 from a2a_wrapper.sandbox.control_watch import ControlWatch
 from a2a_wrapper.sandbox.relayed_provider import backend_settings
 from a2a_wrapper.shield.decision import PermissionPolicy
@@ -305,7 +306,7 @@ async def agent_sandbox(
     settings: AgentSettings, host_rules: PermissionPolicy | None, audit: AuditLog, metrics: AgentMetrics
 ) -> AsyncIterator[Sandbox | None]:
     """The sandbox the backend runs in (its egress proxy up until the backend has stopped), or None without one."""
-    if not isinstance(settings.runtime, SandboxRuntime) or getattr(settings.backend, "base_url", None):
+    if not isinstance(settings.runtime, SandboxRuntime | SidecarRuntime) or getattr(settings.backend, "base_url", None):
         if isinstance(settings.runtime, ProcessRuntime):
             log.warning(
                 "[%s] runtime.kind is process: the backend runs unsandboxed, with the user's rights on this machine; "
@@ -315,7 +316,8 @@ async def agent_sandbox(
             )
         yield None
         return
-    sandbox = Sandbox(settings, host_rules, audit, metrics.egress)
+    boundary = SidecarBoundary if isinstance(settings.runtime, SidecarRuntime) else Sandbox
+    sandbox = boundary(settings, host_rules, audit, metrics.egress)
     await sandbox.start()
     try:
         yield sandbox

@@ -277,6 +277,27 @@ def audit(config_path: Path | None, limit: int) -> None:
 
 
 @main.command()
+@click.option(
+    "--folders",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("/srv/a2a/backend"),
+    show_default=True,
+    help="The backend's folders (runtime.folders), the volume shared with the wrapper's container.",
+)
+@click.option(
+    "--reap-strays/--no-reap-strays",
+    default=False,
+    help="Once no backend runs, kill every other process of this user: only in the backend's own container.",
+)
+def sidecar(folders: Path, reap_strays: bool) -> None:
+    """Start the backends the wrapper asks for: the backend's container's command (runtime.kind: sidecar)."""
+    from a2a_wrapper.sandbox.sidecar import Sidecar
+
+    setup_logging(None)
+    _run(Sidecar(folders, reap_strays).serve())
+
+
+@main.command()
 def schema() -> None:
     """Print the JSON Schema of the agent config file."""
     # snake_case, as the docs and examples write it; camelCase aliases are accepted too.

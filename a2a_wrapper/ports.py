@@ -16,3 +16,10 @@ def bind_port(host: str, port: int, who: str) -> socket.socket:
         sock.close()
         raise ConfigError(f"{who}: cannot listen on {host}:{port} ({exc.strerror})") from exc
     return sock
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nothing listens on now (the kernel's pick), for a child to listen on."""
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])

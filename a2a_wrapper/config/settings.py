@@ -17,7 +17,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from a2a_wrapper.addresses import parse_network
 from a2a_wrapper.config.backends import Backend, OpenCodeSettings
-from a2a_wrapper.config.runtimes import Runtime, SandboxRuntime
+from a2a_wrapper.config.runtimes import Runtime, SandboxRuntime, SidecarRuntime
 from a2a_wrapper.config.workspace import WorkspaceSettings
 from a2a_wrapper.errors import SENTENCE
 from a2a_wrapper.guard.settings import GuardSettings
@@ -344,6 +344,13 @@ class AgentSettings(BaseSettings):
         return None
 
     @property
+    def backend_root(self) -> Path:
+        """Where the backends' own folders (and the per-task copies) go: the state folder, except in a sidecar,
+        whose container mounts `runtime.folders` and never the state folder."""
+        assert self.state_dir is not None
+        return self.runtime.folders if isinstance(self.runtime, SidecarRuntime) else self.state_dir
+
+    @property
     def approvers(self) -> tuple[Approver, ...]:
         """Who answers this agent's asks: as configured, else the caller and, with its key set, the console."""
         if self.shield is not None and self.shield.approvers is not None:
@@ -368,7 +375,7 @@ class AgentSettings(BaseSettings):
         runtime = self.runtime
         if runtime.kind != "sidecar":
             return self
-        if self.backend.base_url:
+        if getattr(self.backend, "base_url", None):
             raise ValueError(
                 "runtime.kind: sidecar starts the backend in its container; backend.base_url attaches to one"
             )

@@ -135,7 +135,13 @@ class PermissionGate:
         shown = target if len(target) <= 120 else target[:117] + "..."
         log.info(
             "[%s] %s %s (%s) %s: rule %s, decided by %s",
-            self._agent, decision.outcome, request.tool, cls, shown or "-", decision.rule, decided_by,
+            self._agent,
+            decision.outcome,
+            request.tool,
+            cls,
+            shown or "-",
+            decision.rule,
+            decided_by,
         )
 
 

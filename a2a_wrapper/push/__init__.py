@@ -29,9 +29,7 @@ class Push:
 
 
 @asynccontextmanager
-async def push_service(
-    settings: PushSettings, engine: AsyncEngine, tasks: TaskStore
-) -> AsyncIterator[Push | None]:
+async def push_service(settings: PushSettings, engine: AsyncEngine, tasks: TaskStore) -> AsyncIterator[Push | None]:
     """Push ready to take configs and send, or None when `push.enabled` is off; the ends a previous run owed go
     out first (`tasks` holds them, recovered). On exit the owed pushes get `push.timeout` to go out."""
     if not settings.enabled:

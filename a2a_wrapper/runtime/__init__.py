@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from a2a_wrapper.config.runtimes import DockerRuntime, ProcessRuntime, SandboxRuntime
+from a2a_wrapper.config.runtimes import DockerRuntime, ProcessRuntime, SandboxRuntime, SidecarRuntime
 from a2a_wrapper.process import ChildProcess
 from a2a_wrapper.runtime.child import Child
 from a2a_wrapper.runtime.container import ContainerProcess
@@ -36,7 +36,7 @@ def make_child(
     argv: Sequence[str],
     env: Mapping[str, str],
     cwd: Path,
-    runtime: SandboxRuntime | ProcessRuntime | DockerRuntime,
+    runtime: SandboxRuntime | ProcessRuntime | DockerRuntime | SidecarRuntime,
     *,
     agent: str,
     mounts: Sequence[Mount] = (),
@@ -48,8 +48,8 @@ def make_child(
     at the same paths and `ports` published. In a sandbox, `mounts` are the backend's own folders (writable)
     and programs (read-only), a mount `at` another path is shown read-only there over the backend's own folders,
     and `serve` makes ports inside reachable as the sandbox's Unix sockets."""
-    if isinstance(runtime, SandboxRuntime):
-        assert sandbox is not None, "a sandbox runtime runs in the agent's sandbox"
+    if isinstance(runtime, SandboxRuntime | SidecarRuntime):
+        assert sandbox is not None, "a sandbox or sidecar runtime runs in the agent's boundary"
         own = [mount.path for mount in mounts if not mount.read_only]
         programs = [mount.path for mount in mounts if mount.read_only and mount.at is None]
         given = [(mount.path, mount.at) for mount in mounts if mount.at is not None]
@@ -63,7 +63,7 @@ def make_child(
     return ContainerProcess(name, spec, runtime)
 
 
-def listen_host(runtime: SandboxRuntime | ProcessRuntime | DockerRuntime) -> str:
+def listen_host(runtime: SandboxRuntime | ProcessRuntime | DockerRuntime | SidecarRuntime) -> str:
     """The address a backend binds: loopback, unless it is alone in a container network reached by a published port."""
     if isinstance(runtime, DockerRuntime) and runtime.network != "host":
         return "0.0.0.0"

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from a2a_wrapper.config.runtimes import SandboxRuntime
+from a2a_wrapper.config.runtimes import SandboxRuntime, SidecarRuntime
 from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.errors import ConfigError, SandboxUnavailable
 from a2a_wrapper.sandbox.bubblewrap import checked_bwrap
@@ -65,7 +65,7 @@ class Sandbox:
         audit: AuditLog | None,
         counter: Callable[[str], None] | None = None,
     ) -> None:
-        assert isinstance(settings.runtime, SandboxRuntime) and settings.state_dir is not None
+        assert isinstance(settings.runtime, SandboxRuntime | SidecarRuntime) and settings.state_dir is not None
         self._settings = settings
         self._runtime = settings.runtime
         self._audit = audit
@@ -109,10 +109,14 @@ class Sandbox:
         `inside(name)`, so nothing inside can unlink, replace or rename the socket."""
         return self._sockets / "wrapper" / name
 
-    @staticmethod
-    def inside(name: str) -> Path:
+    def inside(self, name: str) -> Path:
         """A socket of `wrapper_socket` as the backend sees it (a short path, whatever the state folder's)."""
         return SOCKETS_INSIDE / name
+
+    @property
+    def shares_network(self) -> bool:
+        """Whether the backend is on the wrapper's own network (a port there is dialled directly, not served)."""
+        return False
 
     def served_socket(self, name: str) -> Path:
         """Where the wrapper reaches a port inside that `wrap`'s `serve` names: a folder never shown inside."""
@@ -151,6 +155,7 @@ class Sandbox:
         return denied_paths(self._settings.shield, self._settings.backend.workdir, controls=in_place)
 
     def plan(self, own: Iterable[Path], programs: Iterable[Path] = ()) -> SandboxPlan:
+        assert isinstance(self._runtime, SandboxRuntime), "bubblewrap's plan"
         workdir = self._settings.backend.workdir.resolve()
         writable = [*own, *self._runtime.write, *self._env_folders()]
         readable = [*self._runtime.read, *programs, *self._mcp_programs()]
@@ -292,6 +297,10 @@ def describe_runtime(settings: AgentSettings, sandbox: Sandbox | None) -> dict[s
         }
     if settings.runtime.kind == "docker":
         return {"kind": "docker", "image": settings.runtime.image, "network": settings.runtime.network}
+    if settings.runtime.kind == "sidecar":
+        from a2a_wrapper.sandbox.beside import SidecarBoundary  # here: it builds on this module
+
+        return SidecarBoundary(settings, None, None).describe()
     if settings.runtime.kind == "process":
         return {"kind": "process", "warning": "unsandboxed: the backend has the user's rights; only rules bound it"}
     return Sandbox(settings, None, None).describe()

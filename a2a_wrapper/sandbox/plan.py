@@ -72,10 +72,7 @@ class SandboxPlan:
 
     def environment(self) -> dict[str, str]:
         """What the backend's environment gains: every HTTP client inside goes through the egress proxy."""
-        proxy = f"http://127.0.0.1:{PROXY_PORT}"
-        variables = {name: proxy for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")}
-        loopback = "127.0.0.1,localhost,::1"  # forwarded endpoints are dialled directly inside
-        return {**variables, "NO_PROXY": loopback, "no_proxy": loopback}
+        return proxy_environment(PROXY_PORT)
 
     def command(self, bwrap: Path, argv: list[str], *, new_session: bool = False) -> list[str]:
         """`argv` run by the bridge inside bubblewrap."""
@@ -133,6 +130,14 @@ class SandboxPlan:
         }
         # The real interpreter: a venv's `bin/python` is a link through folders the sandbox may not have.
         return [os.path.realpath(sys.executable), "-I", "-S", bridge.__file__, json.dumps(spec), "--", *argv]
+
+
+def proxy_environment(port: int) -> dict[str, str]:
+    """HTTP(S)_PROXY at the bridge's port on loopback, for every client that reads them; loopback dialled directly."""
+    proxy = f"http://127.0.0.1:{port}"
+    variables = {name: proxy for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")}
+    loopback = "127.0.0.1,localhost,::1"
+    return {**variables, "NO_PROXY": loopback, "no_proxy": loopback}
 
 
 def _read_only(path: Path) -> list[str]:

@@ -36,7 +36,7 @@ def served_settings(settings: AgentSettings) -> AgentSettings:
         return settings
     assert settings.state_dir is not None
     source = settings.workspace.source or settings.backend.workdir
-    root = copies_root(settings.state_dir)
+    root = copies_root(settings.backend_root)
     backend = settings.backend.model_copy(update={"workdir": root})
     workspace = settings.workspace.model_copy(update={"source": source})
     return settings.model_copy(update={"backend": backend, "workspace": workspace})
@@ -60,7 +60,7 @@ class Workspaces:
         self._source = settings.workspace.source
         self._copy_with = settings.workspace.copy_with
         self._branch = settings.workspace.branch
-        self._copies = copies_root(settings.state_dir)
+        self._copies = copies_root(settings.backend_root)
         self._baselines = settings.state_dir / BASELINES
         self._making: dict[ContextKey, asyncio.Lock] = {}
 

@@ -12,9 +12,10 @@ or is loaded at the next start.
 """
 
 import os
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
+
+from a2a_wrapper.sandbox.trees import remove_tree
 
 # The union of what the three backends passed: locale and time zone for their output, certificates and proxies
 # for their model calls (Copilot's list was the longest; OpenCode and ACP agents take the same without harm).
@@ -93,14 +94,6 @@ def shown_over(made: Path, places: Mapping[str, Path]) -> list[tuple[Path, Path]
     for place in places.values():
         remove_tree(place)
     return [(made / name, place) for name, place in places.items()]
-
-
-def remove_tree(path: Path) -> None:
-    """`path` gone, whatever it is: a link is unlinked (not followed), a folder removed with what is in it."""
-    if path.is_symlink() or path.is_file():
-        path.unlink()
-    elif path.exists():
-        shutil.rmtree(path)
 
 
 def _make_folders(root: Path, folder: Path) -> None:

@@ -24,7 +24,7 @@ from a2a_wrapper.backends.opencode.hook import MAX_SOCKET_PATH, HookServer
 from a2a_wrapper.backends.opencode.turn import HOOK_MISSING, OpenCodeTurn
 from a2a_wrapper.background import cancel_and_wait
 from a2a_wrapper.config.backends import OpenCodeSettings
-from a2a_wrapper.config.runtimes import DockerRuntime
+from a2a_wrapper.config.runtimes import ProcessRuntime, SandboxRuntime
 from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.errors import BackendError, BackendUnavailable, NotFound
 from a2a_wrapper.runtime import Child, Mount, listen_host, loopback_url, make_child
@@ -73,7 +73,9 @@ class OpenCodeBackend:
             await self._connect(self.settings.base_url, password)
         else:
             # Listening before OpenCode starts: the plugin we install reaches it from its first tool call on.
-            checked = self._is_opencode if not isinstance(self._runtime, DockerRuntime) else None  # a container's own
+            # A container's processes are in a PID namespace of their own: the kernel names no pid of ours there.
+            local = isinstance(self._runtime, SandboxRuntime | ProcessRuntime)
+            checked = self._is_opencode if local else None
             self.hooks = HookServer(self._name, self._hook_socket(), self._parent_of, checked)
             await self.hooks.start()
             await self.spawn()
@@ -138,7 +140,9 @@ class OpenCodeBackend:
         elif self.hooks is not None:
             plan.env[launch.HOOK_SOCKET_ENV] = str(self.hooks.path)
         # A sandbox has its own network: the server's port inside is reached through a socket the bridge serves.
-        socket = self._sandbox.served_socket("opencode.sock") if self._sandbox is not None else None
+        socket = None
+        if self._sandbox is not None and not self._sandbox.shares_network:
+            socket = self._sandbox.served_socket("opencode.sock")
         self._child = self._make_child(plan, binary, socket)
         try:
             await self._child.start(launch.READY_LINE)

@@ -2,7 +2,6 @@
 
 import json
 import secrets
-import socket
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -17,6 +16,7 @@ from a2a_wrapper.backends.kit.isolation import (
     writable_folders,
 )
 from a2a_wrapper.config.backends import ModelProvider, OpenCodeSettings
+from a2a_wrapper.ports import free_port
 
 READY_LINE = r"listening on (https?://\S+)"
 REPLACE_AGENT = "a2a"
@@ -78,12 +78,6 @@ def hook_socket(state_dir: Path) -> Path:
     """Where the hook is served when no sandbox serves it: a folder of its own, which a container shows read-only
     (in a sandbox the hook is among the sandbox's sockets)."""
     return home_of(state_dir) / "sockets" / HOOK_SOCKET
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as probe:
-        probe.bind((host, 0))
-        return int(probe.getsockname()[1])
 
 
 def prepare(

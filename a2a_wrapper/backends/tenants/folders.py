@@ -10,7 +10,7 @@ import re
 from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.workspaces.folders import caller_folder
 
-TENANTS = "tenants"  # under the agent's state folder: one folder per caller
+TENANTS = "tenants"  # under the agent's state folder (a sidecar's runtime.folders): one folder per caller
 _ID_LENGTH = len(caller_folder(""))  # hex digits
 _QUALIFIED = re.compile(rf"([0-9a-f]{{{_ID_LENGTH}}}):(.+)", re.DOTALL)
 
@@ -25,7 +25,7 @@ def tenant_settings(settings: AgentSettings, tenant: str) -> AgentSettings:
     """The agent's settings for one caller's backend: the same, but its own state folder, and per task its own
     folder of copies as the workdir (its sandbox binds the copies of this caller's contexts only)."""
     assert settings.state_dir is not None
-    update: dict[str, object] = {"state_dir": settings.state_dir / TENANTS / tenant}
+    update: dict[str, object] = {"state_dir": settings.backend_root / TENANTS / tenant}
     if settings.workspace.mode == "per_task":
         update["backend"] = settings.backend.model_copy(update={"workdir": settings.backend.workdir / tenant})
     return settings.model_copy(update=update)

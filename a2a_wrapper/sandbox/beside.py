@@ -1,0 +1,115 @@
+"""The boundary of `runtime.kind: sidecar`: the backend in a container of its own beside the wrapper's.
+
+The two containers share the network (a pod's containers always do; compose joins them) and three folders at
+the same paths: the wrapper's sockets (`runtime.sockets`: the egress proxy, the tool hook; read-only in the
+backend's container, so nothing there can be replaced), the backend's own folders (`runtime.folders`) and the
+workspace. The wrapper's state folder, its environment and its processes are in its own container: no process
+of the backend's can see them (a PID namespace of its own), read them or reach them by a path.
+
+Each backend process the wrapper starts is a stand-in here (stand_in.py), which has the sidecar start the real
+command there, under the same bridge a sandbox uses, so its HTTP clients go through the egress proxy. What a
+container cannot give that bubblewrap does is said in `describe`: the shield's masks and read-only paths in the
+workspace are not applied (the rules still decide each tool call), and a process there that ignores the proxy
+reaches what the pod's network lets it (the NetworkPolicy rendered with the pod; compose: the agent's network).
+"""
+
+import json
+import os
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from a2a_wrapper.config.runtimes import SidecarRuntime
+from a2a_wrapper.ports import free_port
+from a2a_wrapper.sandbox import bridge
+from a2a_wrapper.sandbox.boundary import Sandbox, Wrapped
+from a2a_wrapper.sandbox.egress import EgressProxy
+from a2a_wrapper.sandbox.plan import EGRESS_SOCKET, proxy_environment
+from a2a_wrapper.sandbox.sidecar import socket_path
+from a2a_wrapper.sandbox.trees import copy_anew
+
+# Run as a script (never imported: it imports its sibling `frames` as a top-level module).
+STAND_IN = Path(__file__).with_name("stand_in.py")
+
+
+class SidecarBoundary(Sandbox):
+    """A Sandbox to the backends (the same `wrap`, sockets and egress proxy), whose processes run in the sidecar."""
+
+    @property
+    def _sidecar(self) -> SidecarRuntime:
+        assert isinstance(self._runtime, SidecarRuntime)
+        return self._runtime
+
+    async def start(self) -> None:
+        self._sockets = self._sidecar.sockets
+        self._sockets.mkdir(mode=0o755, parents=True, exist_ok=True)
+        self._sidecar.folders.mkdir(parents=True, exist_ok=True)
+        self._settings.backend.workdir.mkdir(parents=True, exist_ok=True)
+        self._proxy = EgressProxy(self.wrapper_socket(EGRESS_SOCKET), self._egress, self._record, busy=self._busy)
+        await self._proxy.start()
+        os.chmod(self.wrapper_socket(EGRESS_SOCKET), 0o666)  # the backend's user may differ from the wrapper's
+
+    async def stop(self) -> None:
+        if self._proxy is not None:
+            await self._proxy.stop()
+
+    def wrapper_socket(self, name: str) -> Path:
+        """In the sockets folder, which the backend's container mounts read-only at the same path."""
+        return self._sidecar.sockets / name
+
+    def inside(self, name: str) -> Path:
+        return self.wrapper_socket(name)
+
+    def served_socket(self, name: str) -> Path:
+        raise NotImplementedError("the sidecar shares the wrapper's network: a port there is dialled directly")
+
+    @property
+    def shares_network(self) -> bool:
+        return True
+
+    def wrap(
+        self,
+        argv: list[str],
+        env: dict[str, str],
+        *,
+        own: Iterable[Path],
+        programs: Iterable[Path] = (),
+        given: Iterable[tuple[Path, Path]] = (),
+        serve: Iterable[tuple[str, int]] = (),
+        new_session: bool = False,
+    ) -> Wrapped:
+        """`argv` as a stand-in that has the sidecar run it under the bridge. `own` folders are created here (the
+        volume is shared); each `given` (source, place) is copied to its place anew, as the wrapper made it: no
+        mount can show it there, and nothing of the last run is running to change it before the backend reads it."""
+        assert self._proxy is not None, "start() first"
+        for folder in own:
+            folder.mkdir(parents=True, exist_ok=True)
+        for source, place in given:
+            copy_anew(source, place)
+        port = free_port()  # the pod's network is one: a port of this start's own for the bridge's proxy
+        spec = {"egress": str(self.wrapper_socket(EGRESS_SOCKET)), "proxy_port": port}
+        inner = [os.path.realpath(sys.executable), "-I", "-S", bridge.__file__, json.dumps(spec), "--", *argv]
+        timeout = str(self._sidecar.connect_timeout)
+        sidecar = str(socket_path(self._sidecar.folders))
+        outer = [os.path.realpath(sys.executable), "-I", "-S", str(STAND_IN), sidecar, timeout, "--", *inner]
+        return Wrapped(outer, {**env, **proxy_environment(port)})
+
+    def describe(self) -> dict[str, Any]:
+        runtime = self._sidecar
+        return {
+            "kind": "sidecar",
+            "mechanism": f"a container of its own, `a2a-wrap sidecar` at {socket_path(runtime.folders)}",
+            "writable": [str(self._settings.backend.workdir), str(runtime.folders)],
+            "read_only": [f"the sockets the wrapper serves ({runtime.sockets})"],
+            "hidden": ["the wrapper's state, environment and processes (another container)"],
+            "not_applied": [
+                "the shield's masks and read-only paths in the workspace (the rules still decide each tool call)"
+            ],
+            "network": {
+                "shared": "the wrapper's container's (as a pod's containers share it)",
+                "allowed": sorted(map(str, self._endpoints)) + runtime.hosts,
+                "other_hosts": "decided at the egress proxy for clients that use it (HTTP_PROXY); the pod's "
+                "NetworkPolicy or the compose network bounds the rest",
+            },
+        }

@@ -1,0 +1,167 @@
+"""`a2a-wrap sidecar`: the backend's container's one service (runtime.kind: sidecar). It starts what a stand-in
+of the wrapper's asks for and pipes its stdin, stdout, stderr, signals and exit code over the connection.
+
+It listens at `<folders>/sidecar.sock`, in the backend's own folder: a socket of the backend's side, which
+nothing of the wrapper's trusts (a tool could replace it, and would then only be talking to its own backend's
+wrapper side as the backend already does). What the wrapper trusts is in its sockets folder, read-only here.
+
+Each child runs in a session of its own. When its connection closes first (the wrapper stopped it, or went
+away), its whole group is killed. With `--reap-strays` (the container's command: never on a host, where it
+would reach the user's other processes), once no child runs, every other process of the container's user is
+killed too: a tool that left a process behind does not outlive its backend, and nothing of one run is
+running when the next backend starts. As the container's PID 1 it also reaps orphans.
+"""
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+from pathlib import Path
+
+from a2a_wrapper.sandbox import frames
+
+log = logging.getLogger(__name__)
+
+SOCKET = "sidecar.sock"
+_CHUNK = 65536
+_DRAIN = 2.0  # seconds
+
+
+def socket_path(folders: Path) -> Path:
+    return folders / SOCKET
+
+
+class Sidecar:
+    def __init__(self, folders: Path, reap_strays: bool) -> None:
+        self._path = socket_path(folders)
+        self._reap_strays = reap_strays
+        self._children: set[int] = set()
+
+    async def serve(self) -> None:
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        self._path.unlink(missing_ok=True)
+        server = await asyncio.start_unix_server(self._connection, self._path, limit=frames.MAX_HEAD)
+        log.info("sidecar: listening at %s (pid %d)", self._path, os.getpid())
+        reaping = asyncio.create_task(self._reap_orphans()) if os.getpid() == 1 else None
+        stopping = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for number in (signal.SIGTERM, signal.SIGINT):  # as PID 1 nothing else would end it
+            loop.add_signal_handler(number, stopping.set)
+        try:
+            await stopping.wait()
+        finally:
+            server.close()
+            for pid in list(self._children):
+                _kill_group(pid)
+            if reaping is not None:
+                reaping.cancel()
+            log.info("sidecar: stopped")
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = json.loads(await reader.readline())
+            argv, env, cwd = list(head["argv"]), dict(head["env"]), str(head["cwd"])
+        except (ValueError, KeyError, TypeError, asyncio.LimitOverrunError) as exc:
+            writer.write(frames.frame(frames.FAILED, f"a head that is not a command: {exc}".encode()))
+            writer.close()
+            return
+        try:
+            child = await asyncio.create_subprocess_exec(
+                *argv,
+                env=env,
+                cwd=cwd,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            writer.write(frames.frame(frames.FAILED, f"{argv[0]}: {exc}".encode()))
+            writer.close()
+            return
+        log.info("sidecar: started %s (pid %d)", argv[0], child.pid)
+        self._children.add(child.pid)
+        try:
+            await self._attend(child, reader, writer)
+        finally:
+            self._children.discard(child.pid)
+            writer.close()
+            if not self._children:
+                self._reap_stray_processes()
+
+    async def _attend(
+        self, child: asyncio.subprocess.Process, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        assert child.stdout is not None and child.stderr is not None
+        outputs = [
+            asyncio.create_task(_pipe_out(child.stdout, writer, frames.STDOUT)),
+            asyncio.create_task(_pipe_out(child.stderr, writer, frames.STDERR)),
+        ]
+        commands = asyncio.create_task(_commands(reader, child))
+        exited = asyncio.create_task(child.wait())
+        await asyncio.wait([exited, commands], return_when=asyncio.FIRST_COMPLETED)
+        _kill_group(child.pid)  # what it left in its session; all of it when the stand-in went away first
+        code = await exited
+        # What is still in the pipes; a process that left the session and holds them open is not waited for.
+        await asyncio.wait(outputs, timeout=_DRAIN)
+        commands.cancel()
+        log.info("sidecar: pid %d exited with code %d", child.pid, code)
+        with contextlib.suppress(OSError):
+            writer.write(frames.frame(frames.EXIT, str(code if code >= 0 else 128 - code).encode()))
+            await writer.drain()
+        for task in outputs:
+            task.cancel()
+
+    def _reap_stray_processes(self) -> None:
+        if self._reap_strays:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(-1, signal.SIGKILL)  # every process this user may signal but PID 1 and this one
+
+    async def _reap_orphans(self) -> None:
+        """As PID 1: reap the zombies of processes not our own children (those asyncio's watcher reaps)."""
+        while True:
+            await asyncio.sleep(1)
+            while _reap_one_orphan(self._children):
+                pass
+
+
+async def _pipe_out(stream: asyncio.StreamReader, writer: asyncio.StreamWriter, kind: bytes) -> None:
+    while data := await stream.read(_CHUNK):
+        writer.write(frames.frame(kind, data))
+        await writer.drain()
+
+
+async def _commands(reader: asyncio.StreamReader, child: asyncio.subprocess.Process) -> None:
+    """The stand-in's frames until it closes: stdin for the child, its end, signals."""
+    assert child.stdin is not None
+    while (received := await frames.read_frame(reader)) is not None:
+        kind, payload = received
+        if kind == frames.STDIN:
+            with contextlib.suppress(ConnectionError):
+                child.stdin.write(payload)
+                await child.stdin.drain()
+        elif kind == frames.STDIN_END:
+            child.stdin.close()
+        elif kind == frames.SIGNAL and child.returncode is None:
+            with contextlib.suppress(ProcessLookupError, ValueError):
+                child.send_signal(signal.Signals(int(payload)))
+
+
+def _reap_one_orphan(children: set[int]) -> bool:
+    """Whether a zombie not among `children` was reaped (looked at first without reaping: ours are not taken)."""
+    try:
+        found = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return False
+    if found is None or found.si_pid in children:
+        return False
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(found.si_pid, os.WNOHANG)
+    return True
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)

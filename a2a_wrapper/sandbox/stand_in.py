@@ -1,0 +1,106 @@
+"""Runs in the wrapper's container in place of a backend that runs in the sidecar's (runtime.kind: sidecar).
+
+To the wrapper it is the backend's process: the backend's command line after `--`, its environment, its stdin,
+stdout and stderr, the signals it gets and its exit code. It hands all of them to the sidecar over the sidecar's
+socket and passes the answer back, so Copilot's SDK, ACP's stdio and OpenCode's start alike run unchanged.
+
+What comes back is the backend's: bytes and an exit code, nothing the stand-in acts on. It holds nothing of the
+wrapper's but what the backend is given anyway (its environment).
+
+Only the standard library: it runs with `python -I -S`, before and apart from the wrapper's packages.
+usage: stand_in.py SOCKET CONNECT_TIMEOUT -- COMMAND...
+"""
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # `python -I` leaves the script's folder out
+import frames  # (its sibling, not the package: the wrapper's packages are not on this path)
+
+_NO_START = 127
+_LOST = 255
+_RETRY = 0.25
+
+
+async def _connect(path: str, timeout: float) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """The sidecar's socket, retried until `timeout` (its container may start after the wrapper's)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return await asyncio.open_unix_connection(path, limit=frames.MAX_HEAD)
+        except OSError as exc:
+            if time.monotonic() >= deadline:
+                raise ConnectionError(
+                    f"no sidecar answers at {path} after {timeout:.0f} s ({exc.strerror or exc}): is the backend's "
+                    "container running `a2a-wrap sidecar` with this folder mounted?"
+                ) from exc
+            await asyncio.sleep(_RETRY)
+
+
+async def _stdin_to(writer: asyncio.StreamWriter) -> None:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    try:
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
+    except (OSError, ValueError):  # no stdin to speak of (a file, /dev/null): nothing for the child's
+        writer.write(frames.frame(frames.STDIN_END))
+        return
+    while data := await reader.read(65536):
+        writer.write(frames.frame(frames.STDIN, data))
+        await writer.drain()
+    writer.write(frames.frame(frames.STDIN_END))
+    await writer.drain()
+
+
+def _write_all(descriptor: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(descriptor, view) :]
+
+
+async def _run(path: str, timeout: float, argv: list[str]) -> int:
+    try:
+        reader, writer = await _connect(path, timeout)
+    except ConnectionError as exc:
+        print(f"stand-in: {exc}", file=sys.stderr, flush=True)
+        return _NO_START
+    head = {"argv": argv, "env": dict(os.environ), "cwd": os.getcwd()}
+    writer.write(json.dumps(head).encode() + b"\n")
+    loop = asyncio.get_running_loop()
+    for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        loop.add_signal_handler(number, writer.write, frames.frame(frames.SIGNAL, str(int(number)).encode()))
+    feeding = asyncio.create_task(_stdin_to(writer))
+    try:
+        while (received := await frames.read_frame(reader)) is not None:
+            kind, payload = received
+            if kind == frames.STDOUT:
+                _write_all(1, payload)
+            elif kind == frames.STDERR:
+                _write_all(2, payload)
+            elif kind == frames.EXIT:
+                return int(payload)
+            elif kind == frames.FAILED:
+                print(f"stand-in: the sidecar did not start it: {payload.decode(errors='replace')}", file=sys.stderr)
+                return _NO_START
+    except (OSError, ValueError) as exc:
+        print(f"stand-in: the sidecar's connection broke: {exc}", file=sys.stderr, flush=True)
+        return _LOST
+    finally:
+        feeding.cancel()
+        writer.close()
+    print("stand-in: the sidecar went away before the backend exited", file=sys.stderr, flush=True)
+    return _LOST
+
+
+def main() -> None:
+    path, timeout, separator, *argv = sys.argv[1:]
+    assert separator == "--" and argv, __doc__
+    sys.exit(asyncio.run(_run(path, float(timeout), argv)))
+
+
+if __name__ == "__main__":
+    main()
