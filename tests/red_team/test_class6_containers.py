@@ -1,15 +1,15 @@
-"""Red team, class 6: in compose and in a pod, the backend shares the wrapper's process, memory, environment.
+"""Red team, class 6: in compose and in a pod, the backend must not reach the wrapper's process, memory,
+environment, state or sockets.
 
-The real attack first: the compose example's agent (runtime: process, every call approved, the console key in
-the wrapper's environment, as compose/docker-compose.yml runs it) served as a real `a2a-wrap serve` process;
-one tool call reads every /proc/*/environ it can and writes what it found to the workspace. Then what the
-repository ships, as it would run: each compose agent's config and service (its runtime, its approvals, its
-user, the secrets of the container its backend runs in) and each pod `deploy kubernetes` renders (whether the
-backend has a container of its own, without the wrapper's secrets, under the restricted standard).
+The real attack first: the compose fleet as compose/docker-compose.yml runs it (in docker), and one tool call of
+the OpenCode agent, approved by its caller, trying every way out of the backend's container at once; the effects
+are read from the wrapper's side afterwards. Then what the repository ships, as it would run: each compose agent's
+config and services (its runtime, its approvals, its user, what its backend's container holds) and each pod
+`deploy kubernetes` renders (a container of its own for the backend, without the wrapper's secrets, restricted).
 """
 
 import asyncio
-import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,74 +17,116 @@ import httpx
 import pytest
 import yaml
 
-from a2a_wrapper.backends.install import find_binary
-from a2a_wrapper.backends.opencode.launch import free_port
-from a2a_wrapper.offline_model import MODEL_ID
-from tests.helpers.a2a_wire import final_state, stream
-from tests.helpers.serve_process import start_serve, wait_healthy
-from tests.helpers.tool_messages import bash_params
+from tests.helpers.a2a_wire import approval_of, final_state, stream
+from tests.helpers.compose_fleet import Fleet, running_fleet
+from tests.helpers.tool_messages import answer_params, bash_params
 from tests.test_deploy_kubernetes import EXAMPLES, objects, render
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).parent.parent.parent
 COMPOSE = yaml.safe_load((REPO / "compose" / "docker-compose.yml").read_text())
-COMPOSE_AGENTS = sorted(p.parent.name for p in (REPO / "compose" / "agents").glob("*/config.yaml"))
 NO_BRANCH = "containers: {} (class 6 has no fix on main yet)"
+COMPOSE_AGENTS = sorted(p.parent.name for p in (REPO / "compose" / "agents").glob("*/config.yaml"))
 
 
 def _config(agent: str) -> dict[str, Any]:
     return dict(yaml.safe_load((REPO / "compose" / "agents" / agent / "config.yaml").read_text()))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=NO_BRANCH.format(
-        "runtime: process puts the backend beside the wrapper: an approved tool reads the console key in "
-        "/proc/PID/environ of the wrapper"
-    ),
-)
-async def test_a_tool_of_the_compose_agent_reads_no_secret_of_the_wrappers(offline_model, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    key = "console-" + uuid.uuid4().hex
-    config = _config("code-review")
-    port = free_port()
-    config |= {"server": {"host": "127.0.0.1", "port": port}, "state_dir": str(tmp_path / "state")}
-    config["backend"] |= {
-        "binary": str(find_binary("opencode")),
-        "workdir": str(tmp_path / "workspace"),
-        "provider": {"id": "offline", "base_url": offline_model.base_url, "models": [MODEL_ID]},
-    }
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(config))
-    process = await start_serve(path, {"A2A_WRAP_CONSOLE_KEY": key})
-    try:
-        async with httpx.AsyncClient(timeout=120) as http:
-            await wait_healthy(http, f"http://127.0.0.1:{port}")
-            look = "for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $f; done > found.txt 2>/dev/null; echo done"
-            events = await stream(http, f"http://127.0.0.1:{port}/a2a/jsonrpc", bash_params(look, description="look"))
-            assert final_state(events) == "TASK_STATE_COMPLETED", events[-1]
-    finally:
-        process.terminate()
-        await asyncio.wait_for(process.wait(), 30)
-    found = (tmp_path / "workspace" / "found.txt").read_text(errors="replace")
-    assert "OPENCODE" in found, "the tool did read environments"  # the look itself worked
-    assert key not in found
+# One approved tool call, as a person escaping would write it: every way out of the backend's container at once,
+# each probe's result in its own file of the workspace (the fleet's volume), read from the wrapper's side after.
+ATTACK = r"""
+out=/workspace/attack; mkdir -p $out
+for f in /proc/[0-9]*/environ; do tr '\0' '\n' < $f; done > $out/environs 2>&1
+for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' < $f; echo; done > $out/processes 2>&1
+ls -la /state /config > $out/state 2>&1; cat /state/state.db /config/config.yaml >> $out/state 2>&1
+{ rm -f /run/a2a-wrapper/hook.sock; touch /run/a2a-wrapper/planted; mv /run/a2a-wrapper /run/moved;
+  python3 -c "import socket; socket.socket(socket.AF_UNIX).bind('/run/a2a-wrapper/impostor.sock')";
+} > $out/sockets 2>&1
+{ touch /usr/local/bin/planted; touch /etc/planted; touch /opt/a2a-wrapper/bin/planted; } > $out/system 2>&1
+ls -la /var/run/docker.sock /run/docker.sock > $out/engine 2>&1
+echo done
+"""
 
 
-@pytest.mark.xfail(strict=True, reason=NO_BRANCH.format("each compose agent runs its backend as a plain child"))
+@pytest.fixture(scope="module")
+def attacked() -> Iterator[tuple[Fleet, dict[str, str], str]]:
+    """The compose fleet up; the attack run by the code-review agent's backend, approved by its caller."""
+    with running_fleet() as fleet:
+        before = fleet.run("exec", "-T", "code-review", "stat", "-c", "%i", "/run/a2a-wrapper/hook.sock").stdout
+        asyncio.run(_approved(f"http://127.0.0.1:{fleet.ports['CODE_REVIEW']}/a2a/jsonrpc", ATTACK))
+        found = {}
+        for name in ("environs", "processes", "state", "sockets", "engine"):
+            read = fleet.run("exec", "-T", "code-review", "cat", f"/workspace/attack/{name}")
+            found[name] = read.stdout
+        after = fleet.run(
+            "exec", "-T", "code-review", "sh", "-c", "stat -c %i /run/a2a-wrapper/hook.sock; ls /run/a2a-wrapper"
+        )
+        found["sockets-after"] = after.stdout
+        planted = "ls /usr/local/bin/planted /etc/planted /opt/a2a-wrapper/bin/planted"
+        found["system"] = fleet.run("exec", "-T", "code-review-backend", "sh", "-c", planted).stderr
+        yield fleet, found, f"{before.strip()}\negress.sock\nhook.sock\n"
+
+
+async def _approved(url: str, command: str) -> None:
+    async with httpx.AsyncClient(timeout=180) as http:
+        asked = await stream(http, url, bash_params(command, description="look around"))
+        approval = approval_of(asked)  # the agent asks first: its rules ask before a command runs
+        done = await stream(
+            http, url, answer_params(asked[0]["task"], data={"approval": approval["id"], "option": "allow_once"})
+        )
+        assert final_state(done) == "TASK_STATE_COMPLETED", done[-1]
+
+
+def test_a_tool_reads_no_secret_of_the_wrappers_environment(attacked) -> None:  # type: ignore[no-untyped-def]
+    fleet, found, _ = attacked
+    assert "OPENCODE_SERVER_PASSWORD" in found["environs"], "the probe did read environments (its backend's own)"
+    for key in ("A2A_WRAP_CONSOLE_KEY", "A2A_WRAP_OPERATOR_KEY"):
+        assert fleet.env[key] not in found["environs"] and key not in found["environs"], key
+
+
+def test_a_tool_sees_no_process_of_the_wrappers(attacked) -> None:  # type: ignore[no-untyped-def]
+    _, found, _ = attacked
+    assert "a2a-wrap sidecar" in found["processes"], "the probe did list processes"
+    assert "a2a-wrap serve" not in found["processes"] and "registry" not in found["processes"]
+
+
+def test_a_tool_reaches_neither_the_wrappers_state_nor_its_config(attacked) -> None:  # type: ignore[no-untyped-def]
+    _, found, _ = attacked
+    assert "state.db: No such file" in found["state"] and "config.yaml: No such file" in found["state"], found["state"]
+
+
+def test_the_wrappers_sockets_cannot_be_replaced_from_the_backends_container(attacked) -> None:  # type: ignore[no-untyped-def]
+    _, found, inodes = attacked
+    assert found["sockets"].count("Read-only file system") == 4, found["sockets"]
+    assert found["sockets-after"] == inodes, "the same hook socket, nothing planted beside it"
+
+
+def test_a_tool_writes_nothing_into_the_image(attacked) -> None:  # type: ignore[no-untyped-def]
+    _, found, _ = attacked
+    assert found["system"].count("No such file or directory") == 3, found["system"]
+
+
+def test_a_tool_finds_no_container_engine(attacked) -> None:  # type: ignore[no-untyped-def]
+    _, found, _ = attacked
+    assert found["engine"].count("No such file or directory") == 2, found["engine"]
+
+
 @pytest.mark.parametrize("agent", COMPOSE_AGENTS)
 def test_a_compose_agents_backend_runs_apart_from_the_wrapper(agent: str) -> None:
-    assert _config(agent).get("runtime", {}).get("kind", "sandbox") != "process"
+    assert _config(agent)["runtime"]["kind"] == "sidecar"
+    backend = COMPOSE["services"][f"{agent}-backend"]
+    assert "environment" not in backend and not any("state" in volume for volume in backend["volumes"])
 
 
-@pytest.mark.xfail(strict=True, reason=NO_BRANCH.format("each compose agent approves every call (auto_approve)"))
 @pytest.mark.parametrize("agent", COMPOSE_AGENTS)
 def test_a_compose_agent_asks_before_its_tools_run(agent: str) -> None:
-    assert not _config(agent).get("auto_approve")
+    config = _config(agent)
+    assert not config.get("auto_approve") and config["shield"]["defaults"] == {"read": "allow"}
 
 
-@pytest.mark.xfail(strict=True, reason=NO_BRANCH.format("each compose agent runs as root (no user:, no USER)"))
-@pytest.mark.parametrize("service", COMPOSE_AGENTS)
+@pytest.mark.parametrize("service", [*COMPOSE_AGENTS, *(f"{agent}-backend" for agent in COMPOSE_AGENTS)])
 def test_a_compose_agent_runs_as_a_user_who_is_not_root(service: str) -> None:
     user = str(COMPOSE["services"][service].get("user", "")) or _image_user()
     assert user not in ("", "0", "root") and not user.startswith(("0:", "root:"))
