@@ -155,7 +155,7 @@ def test_the_agent_pod_is_probed_scraped_restricted_and_on_two_volumes() -> None
     assert (agent["name"], backend["name"]) == ("agent", "backend")
     assert agent["image"] == backend["image"] == "registry.example.com/a2a:1"
     assert agent["args"] == ["serve", "--config", "/config/config.yaml"]
-    assert backend["args"] == ["sidecar", "--sockets", "/run/a2a-wrapper"]
+    assert backend["args"] == ["sidecar", "--folders", "/srv/a2a/backend", "--reap-strays"]
     for probe in ("readinessProbe", "livenessProbe"):
         assert agent[probe]["httpGet"] == {"path": "/health", "port": "http"}
     assert agent["livenessProbe"]["initialDelaySeconds"] >= 60
@@ -223,7 +223,7 @@ def test_the_pod_config_runs_a_sidecar_on_the_paths_both_containers_mount(
         assert isinstance(runtime, SidecarRuntime)
         (stateful_set,) = (each for each in objects(files, "StatefulSet") if each["metadata"]["name"] == name)
         agent, backend = container(stateful_set), container(stateful_set, "backend")
-        assert backend["args"] == ["sidecar", "--sockets", str(runtime.sockets)]
+        assert backend["args"] == ["sidecar", "--folders", str(runtime.folders), "--reap-strays"]
         for path_in_both in (runtime.sockets, runtime.folders, settings.backend.workdir):
             assert _volume_at(agent, path_in_both) == _volume_at(backend, path_in_both) is not None
         assert mounts(agent)[str(runtime.sockets)] == ("sockets", False)
@@ -459,3 +459,10 @@ def test_the_command_writes_the_folder_and_says_how_to_apply_it(tmp_path: Path, 
     again = subprocess.run([*command[:-1], str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert again.returncode == 1
     assert "was not written by `a2a-wrap deploy kubernetes`" in again.stderr
+    callers = [{"name": "ana", "key_env": "DEPLOY_CALLER_KEY"}, {"name": "bo", "key_env": "DEPLOY_PROVIDER_KEY"}]
+    shared = write_config(tmp_path, "shared", auth={"callers": callers})
+    refused = subprocess.run([*command[:5], str(shared), "-o", str(tmp_path / "shared-out")], capture_output=True,
+                             text=True, timeout=60)  # fmt: skip
+    assert refused.returncode == 1
+    assert refused.stderr.startswith(f"Error: {shared}: the agent shared cannot run in a pod"), refused.stderr
+    assert "serves one caller" in refused.stderr and "Traceback" not in refused.stderr

@@ -10,6 +10,7 @@ from a2a_wrapper.config.runtimes import DockerRuntime, Runtime
 from a2a_wrapper.deploy.objects import Component, labels, metadata, selector
 from a2a_wrapper.deploy.options import KubernetesOptions
 from a2a_wrapper.deploy.pod_config import (
+    BACKEND_FOLDERS,
     BACKEND_MOUNT,
     CONFIG_FILE,
     CONFIG_MOUNT,
@@ -36,7 +37,7 @@ SECURITY_NOTE = f"""\
 # Two containers, each under the `restricted` Pod Security Standard: user {RUN_AS}, no root, a read-only root
 # filesystem, no privilege escalation, every capability dropped, the runtime's default seccomp profile.
 # `agent` runs the wrapper (`a2a-wrap serve`): the keys from the Secret in its environment, its state on the volume
-# `data` at {DATA_MOUNT}, its config at {CONFIG_MOUNT}. `backend` runs `a2a-wrap sidecar`, which starts the backend
+# `data` at {DATA_MOUNT}, its config at {CONFIG_MOUNT}. `backend` runs `a2a-wrap sidecar`, which starts the backends
 # the wrapper asks for (runtime.kind: sidecar): no variable from any Secret, no ports; it mounts only the wrapper's
 # sockets ({SOCKETS_MOUNT}, an emptyDir, read-only there), the volume `backend` at {BACKEND_MOUNT} (the backend's
 # own folders and the workspace, read-write in both) and a /tmp of its own. The containers share no process
@@ -126,7 +127,8 @@ def backend_container(options: KubernetesOptions, runtime: Runtime) -> dict[str,
         "name": "backend",
         "image": options.image,
         "imagePullPolicy": "IfNotPresent",
-        "args": ["sidecar", "--sockets", SOCKETS_MOUNT],
+        # As the container's PID 1 it reaps orphans; --reap-strays: a tool's leftover process ends with its backend.
+        "args": ["sidecar", "--folders", BACKEND_FOLDERS, "--reap-strays"],
         "env": [{"name": "HOME", "value": "/tmp"}],
         "resources": resources(runtime),
         "securityContext": container_security(),
