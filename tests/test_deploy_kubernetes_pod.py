@@ -5,8 +5,8 @@ a PID and a user namespace (the pod's user, no capabilities), an image (this mac
 project's venv and source, the managed backends, all read-only), a read-only root, exactly the volumes its
 `volumeMounts` name at their paths (read-only where they say so), and its `env` with the Secret's values for
 its `secretKeyRef`s. Both share this machine's network, as a pod's containers share one. Each runs what the
-image would (`a2a-wrap` and the container's args): the wrapper, and the sidecar that starts the real OpenCode
-against the offline model.
+image would (`a2a-wrap` and the container's args): the wrapper, and the sidecar that starts the real backend —
+OpenCode, Copilot, an ACP agent — against the offline model.
 
 Then an approved tool does what an escaping agent would from there — reads every /proc/*/environ, lists the
 wrapper's state and config folders, plants a file among the wrapper's sockets — and the test looks at what it
@@ -14,6 +14,7 @@ found and at the sockets folder.
 """
 
 import asyncio
+import json
 import os
 import signal
 import sys
@@ -26,7 +27,7 @@ import httpx
 import pytest
 import yaml
 
-from a2a_wrapper.backends.install import backends_dir
+from a2a_wrapper.backends.install import backends_dir, find_binary
 from a2a_wrapper.deploy.manifests import load_deployment, render_kubernetes
 from a2a_wrapper.deploy.options import KubernetesOptions
 from a2a_wrapper.offline_model import MODEL_ID, OfflineModel
@@ -40,6 +41,35 @@ pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).parent.parent
 CONSOLE_KEY = "pod-console-key-7d41c0"
+MODEL_KEY = "pod-model-key-5be2a9"  # the provider's key, a Secret's: the backend's provider URL is the wrapper's relay
+OFFLINE_OPENCODE = {  # `opencode acp` is given its provider in its own config, as compose/agents/acp-coder is
+    "model": f"offline/{MODEL_ID}",
+    "enabled_providers": ["offline"],
+    "provider": {
+        "offline": {
+            "npm": "@ai-sdk/openai-compatible",
+            "options": {"baseURL": "${POD_MODEL_URL}", "apiKey": "not-needed"},
+            "models": {MODEL_ID: {"name": MODEL_ID, "tool_call": True}},
+        }
+    },
+}
+BACKENDS = {
+    "opencode": {
+        "kind": "opencode",
+        "model": f"offline/{MODEL_ID}",
+        "provider": {"id": "offline", "base_url": "${POD_MODEL_URL}", "models": [MODEL_ID]},
+    },
+    "copilot": {
+        "kind": "copilot",
+        "model": MODEL_ID,
+        "provider": {"type": "openai", "base_url": "${POD_MODEL_URL}", "api_key": "${POD_MODEL_KEY}"},
+    },
+    "acp": {
+        "kind": "acp",
+        "command": [str(find_binary("opencode")), "acp"],  # the image has it on PATH; here, the managed install
+        "env": {"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_CONFIG_CONTENT": json.dumps(OFFLINE_OPENCODE)},
+    },
+}
 LOOK = (
     "for f in /proc/[0-9]*/environ; do tr '\\0' '\\n' < $f; echo; done > found.txt 2>/dev/null; "
     "ls /data /config >> found.txt 2>&1; (echo planted > /run/a2a-wrapper/planted) 2>> found.txt; echo looked"
@@ -109,14 +139,10 @@ async def running(command: list[str], log: Path) -> AsyncIterator[asyncio.subpro
         await asyncio.wait_for(process.wait(), 30)
 
 
-@pytest.fixture
-def rendered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, Any], dict[str, str]]:
-    """The StatefulSet and the ConfigMap's files of an OpenCode agent whose every tool call is approved."""
-    monkeypatch.setenv("POD_MODEL_URL", "http://127.0.0.1:9/v1")  # only its name reaches the manifests
-    config = tmp_path / "source" / "config.yaml"
+def rendered(backend: dict[str, Any], folder: Path) -> tuple[dict[str, Any], dict[str, str]]:
+    """The StatefulSet and the ConfigMap's files of an agent of `backend` whose every tool call is approved."""
+    config = folder / "source" / "config.yaml"
     config.parent.mkdir()
-    provider = {"id": "offline", "base_url": "${POD_MODEL_URL}", "models": [MODEL_ID]}
-    backend = {"kind": "opencode", "model": f"offline/{MODEL_ID}", "provider": provider}
     settings = {"card": {"name": "pod"}, "backend": backend, "auto_approve": True, "workspace": {"mode": "in_place"}}
     config.write_text(yaml.safe_dump(settings))
     rendering = render_kubernetes(load_deployment([config]), KubernetesOptions())
@@ -126,10 +152,13 @@ def rendered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str,
     return stateful_set, config_map["data"]
 
 
+@pytest.mark.parametrize("kind", BACKENDS)
 async def test_a_tool_in_the_pods_backend_container_reaches_nothing_of_the_wrappers(
-    rendered: tuple[dict[str, Any], dict[str, str]], offline_model: OfflineModel, tmp_path: Path
+    kind: str, offline_model: OfflineModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    stateful_set, config_files = rendered
+    monkeypatch.setenv("POD_MODEL_URL", "http://127.0.0.1:9/v1")  # the render needs them set; only their names
+    monkeypatch.setenv("POD_MODEL_KEY", "not-this-one")  # reach the manifests
+    stateful_set, config_files = rendered(BACKENDS[kind], tmp_path)
     pod = stateful_set["spec"]["template"]["spec"]
     volumes = {}
     for name in [volume["name"] for volume in pod["volumes"]] + [
@@ -139,7 +168,7 @@ async def test_a_tool_in_the_pods_backend_container_reaches_nothing_of_the_wrapp
         volumes[name].mkdir(parents=True)
     for file_name, text in config_files.items():
         (volumes["config"] / file_name).write_text(text)
-    secret = {"POD_MODEL_URL": offline_model.base_url, "A2A_WRAP_CONSOLE_KEY": CONSOLE_KEY}
+    secret = {"POD_MODEL_URL": offline_model.base_url, "POD_MODEL_KEY": MODEL_KEY, "A2A_WRAP_CONSOLE_KEY": CONSOLE_KEY}
     port = free_port()
     commands = {}
     for container in pod["containers"]:
@@ -156,8 +185,8 @@ async def test_a_tool_in_the_pods_backend_container_reaches_nothing_of_the_wrapp
         logs = {name: (tmp_path / f"{name}.log").read_text(errors="replace")[-3000:] for name in commands}
         assert final_state(events) == "TASK_STATE_COMPLETED", (events[-1], logs)
     found = (volumes["backend"] / "workspace" / "found.txt").read_text(errors="replace")
-    assert "OPENCODE" in found, found  # the look worked: it read the backend's own environment
-    assert CONSOLE_KEY not in found  # nothing of the wrapper's container's
+    assert "=/srv/a2a/backend/" in found, found  # the look worked: it read the backend's own environment
+    assert CONSOLE_KEY not in found and MODEL_KEY not in found  # nothing of the wrapper's container's
     assert "ls: cannot access '/data'" in found and "ls: cannot access '/config'" in found
     assert "Read-only file system" in found
     assert not (volumes["sockets"] / "planted").exists()
