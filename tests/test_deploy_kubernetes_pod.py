@@ -139,11 +139,11 @@ async def running(command: list[str], log: Path) -> AsyncIterator[asyncio.subpro
         await asyncio.wait_for(process.wait(), 30)
 
 
-def rendered(backend: dict[str, Any], folder: Path) -> tuple[dict[str, Any], dict[str, str]]:
+def rendered(backend: dict[str, Any], mode: str, folder: Path) -> tuple[dict[str, Any], dict[str, str]]:
     """The StatefulSet and the ConfigMap's files of an agent of `backend` whose every tool call is approved."""
     config = folder / "source" / "config.yaml"
     config.parent.mkdir()
-    settings = {"card": {"name": "pod"}, "backend": backend, "auto_approve": True, "workspace": {"mode": "in_place"}}
+    settings = {"card": {"name": "pod"}, "backend": backend, "auto_approve": True, "workspace": {"mode": mode}}
     config.write_text(yaml.safe_dump(settings))
     rendering = render_kubernetes(load_deployment([config]), KubernetesOptions())
     documents = list(yaml.safe_load_all(rendering.files["agent-pod.yaml"]))
@@ -152,13 +152,15 @@ def rendered(backend: dict[str, Any], folder: Path) -> tuple[dict[str, Any], dic
     return stateful_set, config_map["data"]
 
 
-@pytest.mark.parametrize("kind", BACKENDS)
+@pytest.mark.parametrize(
+    ("kind", "mode"), [(kind, "in_place") for kind in BACKENDS] + [("opencode", "per_task")], ids=str
+)
 async def test_a_tool_in_the_pods_backend_container_reaches_nothing_of_the_wrappers(
-    kind: str, offline_model: OfflineModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    kind: str, mode: str, offline_model: OfflineModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("POD_MODEL_URL", "http://127.0.0.1:9/v1")  # the render needs them set; only their names
     monkeypatch.setenv("POD_MODEL_KEY", "not-this-one")  # reach the manifests
-    stateful_set, config_files = rendered(BACKENDS[kind], tmp_path)
+    stateful_set, config_files = rendered(BACKENDS[kind], mode, tmp_path)
     pod = stateful_set["spec"]["template"]["spec"]
     volumes = {}
     for name in [volume["name"] for volume in pod["volumes"]] + [
@@ -184,7 +186,9 @@ async def test_a_tool_in_the_pods_backend_container_reaches_nothing_of_the_wrapp
         events = await stream(http, url + "/a2a/jsonrpc", bash_params(LOOK, description="look"))
         logs = {name: (tmp_path / f"{name}.log").read_text(errors="replace")[-3000:] for name in commands}
         assert final_state(events) == "TASK_STATE_COMPLETED", (events[-1], logs)
-    found = (volumes["backend"] / "workspace" / "found.txt").read_text(errors="replace")
+    # In place: the workspace; per task: the context's copy, among the backend's folders.
+    (written,) = (volumes["backend"] / ("workspace" if mode == "in_place" else "backend")).rglob("found.txt")
+    found = written.read_text(errors="replace")
     assert "=/srv/a2a/backend/" in found, found  # the look worked: it read the backend's own environment
     assert CONSOLE_KEY not in found and MODEL_KEY not in found  # nothing of the wrapper's container's
     assert "ls: cannot access '/data'" in found and "ls: cannot access '/config'" in found
