@@ -16,7 +16,7 @@ from a2a_wrapper import event_loop
 from a2a_wrapper.backends import install as installer
 from a2a_wrapper.config.files import describe_errors, load_config
 from a2a_wrapper.config.settings import AgentSettings
-from a2a_wrapper.deploy.options import DEFAULT_IMAGE, DEFAULT_NAMESPACE, DEFAULT_STORAGE
+from a2a_wrapper.deploy.options import DEFAULT_IMAGE, DEFAULT_NAMESPACE, DEFAULT_STATE_STORAGE, DEFAULT_STORAGE
 from a2a_wrapper.errors import WrapperError
 from a2a_wrapper.events import KINDS, ToolKind
 from a2a_wrapper.frontend.card import build_card
@@ -514,7 +514,12 @@ def deploy() -> None:
     help="The a2a-wrapper image (compose/build-image.sh builds it); push it to a registry the cluster pulls from.",
 )
 @click.option("--namespace", default=DEFAULT_NAMESPACE, show_default=True, help="The namespace, rendered too.")
-@click.option("--storage", default=DEFAULT_STORAGE, show_default=True, help="Each agent's volume (state, workspace).")
+@click.option(
+    "--storage", default=DEFAULT_STORAGE, show_default=True, help="Each agent's backend's volume (workspace, its data)."
+)
+@click.option(
+    "--state-storage", default=DEFAULT_STATE_STORAGE, show_default=True, help="Each agent's wrapper's volume (state)."
+)
 @click.option("--postgres-secret", help="A Secret whose key `url` is the state's Postgres URL (A2A_WRAP_STATE__URL).")
 @click.option("--registry/--no-registry", default=True, show_default=True, help="Render the registry listing them.")
 def deploy_kubernetes(paths: tuple[Path, ...], output: Path, **options: Any) -> None:

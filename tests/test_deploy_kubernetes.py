@@ -15,6 +15,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from a2a_wrapper.config.files import VARIABLE, load_config
+from a2a_wrapper.config.runtimes import SidecarRuntime
 from a2a_wrapper.deploy.manifests import MARKER, load_deployment, render_kubernetes, write_rendering
 from a2a_wrapper.deploy.options import KubernetesOptions
 from a2a_wrapper.deploy.workloads import memory_quantity
@@ -104,7 +106,7 @@ def test_no_key_value_is_written_only_secret_references(keyed_agent: Path) -> No
     for doc in (doc for docs in files.values() for doc in docs if doc["kind"] != "Kustomization"):
         kubernetes_validate.validate(doc, KUBERNETES, strict=True)
     (stateful_set,) = objects(files, "StatefulSet")
-    env = {item["name"]: item.get("valueFrom", {}).get("secretKeyRef") for item in containers(stateful_set)[0]["env"]}
+    env = {item["name"]: item.get("valueFrom", {}).get("secretKeyRef") for item in container(stateful_set)["env"]}
     assert env["DEPLOY_PROVIDER_KEY"] == {"name": "keyed-keys", "key": "DEPLOY_PROVIDER_KEY", "optional": False}
     assert env["DEPLOY_CALLER_KEY"] == {"name": "keyed-keys", "key": "DEPLOY_CALLER_KEY", "optional": False}
     assert env["A2A_WRAP_CONSOLE_KEY"]["optional"] is True
@@ -121,10 +123,10 @@ def test_the_pod_config_points_at_the_volume_and_the_service() -> None:
     config = yaml.safe_load(config_map["data"]["config.yaml"])
     assert config["server"] == {"host": "0.0.0.0", "port": 8000, "advertise_url": "http://code-review.agents.svc:8000"}
     assert config["state_dir"] == "/data/state"
-    assert config["backend"]["workdir"] == "/data/workspace"
+    assert config["backend"]["workdir"] == "/srv/a2a/workspace"
     assert "system_prompt_file" not in config["backend"]  # the file's text, inlined
     assert config["backend"]["system_prompt"] == (REPO / "agents/code-review/instructions.md").read_text()
-    assert config["runtime"] == {"kind": "process"}
+    assert config["runtime"] == {"kind": "sidecar", "sockets": "/run/a2a-wrapper", "folders": "/srv/a2a/backend"}
     assert config["backend"]["provider"]["base_url"] == "${A2A_OFFLINE_MODEL_URL:-http://127.0.0.1:8765/v1}"
 
 
@@ -132,33 +134,153 @@ def containers(workload: dict[str, Any]) -> list[dict[str, Any]]:
     return list(workload["spec"]["template"]["spec"]["containers"])
 
 
-def test_the_agent_pod_is_probed_scraped_restricted_and_on_a_volume() -> None:
-    files = render("agents/code-review/config.yaml", storage="3Gi", image="registry.example.com/a2a:1")
+def container(workload: dict[str, Any], name: str = "agent") -> dict[str, Any]:
+    (found,) = (each for each in containers(workload) if each["name"] == name)
+    return found
+
+
+def mounts(container: dict[str, Any]) -> dict[str, tuple[str, bool]]:
+    """Each mount's path -> (volume, read-only)."""
+    return {mount["mountPath"]: (mount["name"], mount.get("readOnly", False)) for mount in container["volumeMounts"]}
+
+
+def test_the_agent_pod_is_probed_scraped_restricted_and_on_two_volumes() -> None:
+    files = render(
+        "agents/code-review/config.yaml", storage="3Gi", state_storage="500Mi", image="registry.example.com/a2a:1"
+    )
     (stateful_set,) = objects(files, "StatefulSet")
     pod = stateful_set["spec"]["template"]
-    (container,) = containers(stateful_set)
+    agent, backend = containers(stateful_set)
     assert stateful_set["spec"]["replicas"] == 1
-    assert container["image"] == "registry.example.com/a2a:1"
+    assert (agent["name"], backend["name"]) == ("agent", "backend")
+    assert agent["image"] == backend["image"] == "registry.example.com/a2a:1"
+    assert agent["args"] == ["serve", "--config", "/config/config.yaml"]
+    assert backend["args"] == ["sidecar", "--folders", "/srv/a2a/backend", "--reap-strays"]
     for probe in ("readinessProbe", "livenessProbe"):
-        assert container[probe]["httpGet"] == {"path": "/health", "port": "http"}
-    assert container["livenessProbe"]["initialDelaySeconds"] >= 60
+        assert agent[probe]["httpGet"] == {"path": "/health", "port": "http"}
+    assert agent["livenessProbe"]["initialDelaySeconds"] >= 60
     assert pod["metadata"]["annotations"]["prometheus.io/scrape"] == "true"
     assert pod["metadata"]["annotations"]["prometheus.io/port"] == "8000"
     assert pod["metadata"]["annotations"]["prometheus.io/path"] == "/metrics"
     assert pod["spec"]["securityContext"]["runAsNonRoot"] is True
+    assert pod["spec"]["securityContext"]["fsGroup"] == pod["spec"]["securityContext"]["runAsUser"]
     assert pod["spec"]["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
-    assert container["securityContext"] == {
-        "allowPrivilegeEscalation": False,
-        "privileged": False,
-        "readOnlyRootFilesystem": True,
-        "capabilities": {"drop": ["ALL"]},
-    }
-    (claim,) = stateful_set["spec"]["volumeClaimTemplates"]
-    assert claim["spec"]["resources"]["requests"]["storage"] == "3Gi"
-    mounts = {mount["mountPath"]: mount["name"] for mount in container["volumeMounts"]}
-    assert mounts == {"/config": "config", "/data": "data", "/tmp": "tmp"}
+    assert pod["spec"]["automountServiceAccountToken"] is False
+    assert "shareProcessNamespace" not in pod["spec"]
+    for each in (agent, backend):
+        assert each["securityContext"] == {
+            "allowPrivilegeEscalation": False,
+            "privileged": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        }
+    claims = {claim["metadata"]["name"]: claim["spec"] for claim in stateful_set["spec"]["volumeClaimTemplates"]}
+    assert {name: spec["resources"]["requests"]["storage"] for name, spec in claims.items()} == {
+        "data": "500Mi", "backend": "3Gi"
+    }  # fmt: skip
+    assert mounts(agent) == {
+        "/config": ("config", True), "/data": ("data", False), "/run/a2a-wrapper": ("sockets", False),
+        "/srv/a2a": ("backend", False), "/tmp": ("tmp", False),
+    }  # fmt: skip
     (namespace,) = objects(files, "Namespace")
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_the_backends_container_holds_no_secret_and_mounts_no_state(example: str) -> None:
+    for stateful_set in objects(render(example, postgres_secret="agents-state"), "StatefulSet"):
+        backend = container(stateful_set, "backend")
+        assert backend["env"] == [{"name": "HOME", "value": "/tmp"}]  # nothing from a Secret, no key, no token
+        assert "envFrom" not in backend and "ports" not in backend
+        assert mounts(backend) == {
+            "/run/a2a-wrapper": ("sockets", True), "/srv/a2a": ("backend", False), "/tmp": ("backend-tmp", False)
+        }  # fmt: skip
+        volumes = {volume["name"]: volume for volume in stateful_set["spec"]["template"]["spec"]["volumes"]}
+        assert "emptyDir" in volumes["sockets"] and "emptyDir" in volumes["backend-tmp"]
+        # The wrapper's own volumes (its state, its config, its /tmp) are mounted in its container only.
+        assert mounts(container(stateful_set))["/data"] == ("data", False)
+        assert not {"data", "config", "tmp"} & {volume for volume, _ in mounts(backend).values()}
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_the_pod_config_runs_a_sidecar_on_the_paths_both_containers_mount(
+    example: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rendered config, loaded by the config model as the pod's `a2a-wrap serve` loads it: runtime sidecar,
+    its sockets and folders and the workspace where both containers mount them, the state where only the
+    wrapper's does."""
+    files = render(example)
+    for config_map in objects(files, "ConfigMap"):
+        name = config_map["metadata"]["name"].removesuffix("-config")
+        path = tmp_path / name / "config.yaml"
+        path.parent.mkdir()
+        path.write_text(config_map["data"]["config.yaml"])
+        for match in VARIABLE.finditer(path.read_text()):
+            if match.group(2) is None:  # a key the pod's Secret must hold; the optional ones left out
+                monkeypatch.setenv(match.group(1), "set-by-the-secret")
+        settings = load_config(path)
+        runtime = settings.runtime
+        assert isinstance(runtime, SidecarRuntime)
+        (stateful_set,) = (each for each in objects(files, "StatefulSet") if each["metadata"]["name"] == name)
+        agent, backend = container(stateful_set), container(stateful_set, "backend")
+        assert backend["args"] == ["sidecar", "--folders", str(runtime.folders), "--reap-strays"]
+        for path_in_both in (runtime.sockets, runtime.folders, settings.backend.workdir):
+            assert _volume_at(agent, path_in_both) == _volume_at(backend, path_in_both) is not None
+        assert mounts(agent)[str(runtime.sockets)] == ("sockets", False)
+        assert mounts(backend)[str(runtime.sockets)] == ("sockets", True)
+        assert settings.state_dir is not None
+        assert _volume_at(agent, settings.state_dir) == "data"
+        assert _volume_at(backend, settings.state_dir) is None
+
+
+def _volume_at(container: dict[str, Any], path: Path) -> str | None:
+    """The volume that holds `path` in the container: the deepest mount at or above it."""
+    found = [(len(mount), volume) for mount, (volume, _) in mounts(container).items()
+             if path == Path(mount) or Path(mount) in path.parents]  # fmt: skip
+    return max(found)[1] if found else None
+
+
+@pytest.mark.parametrize(
+    ("runtime", "kept", "notes"),
+    [
+        ({"kind": "sandbox", "hosts": ["docs.example.com"], "read": ["/opt"]}, {"hosts": ["docs.example.com"]},
+         ["runtime.kind sandbox becomes sidecar", "runtime.read: not used in a pod"]),
+        ({"kind": "docker", "image": "x", "cpus": 1.5}, {},
+         ["runtime.kind docker becomes sidecar", "runtime.cpus become the container `backend`'s resources",
+          "runtime.image: not used in a pod"]),
+        ({"kind": "process"}, {}, ["runtime.kind process becomes sidecar: a plain child would share the wrapper's"]),
+        ({"kind": "sidecar", "sockets": "/run/mine", "connect_timeout": 30}, {"connect_timeout": 30},
+         ["runtime.sockets: not used in a pod"]),
+    ],
+)  # fmt: skip
+def test_what_the_runtime_said_is_kept_or_said_in_a_note(
+    tmp_path: Path, runtime: dict[str, Any], kept: dict[str, Any], notes: list[str]
+) -> None:
+    config = write_config(tmp_path, "moved", runtime=runtime)
+    rendering = render_kubernetes(load_deployment([config]), KubernetesOptions())
+    documents = yaml.safe_load_all(rendering.files["agent-moved.yaml"])
+    (config_map,) = (doc for doc in documents if doc["kind"] == "ConfigMap")
+    pod_runtime = yaml.safe_load(config_map["data"]["config.yaml"])["runtime"]
+    assert pod_runtime == {"kind": "sidecar", "sockets": "/run/a2a-wrapper", "folders": "/srv/a2a/backend", **kept}
+    for note in notes:
+        assert any(line.startswith(f"moved: {note}") for line in rendering.notes), (note, rendering.notes)
+        assert f"# {note}" in rendering.files["agent-moved.yaml"]
+
+
+def test_an_agent_of_several_callers_is_refused_naming_it_and_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DEPLOY_CALLER_KEY", CALLER_KEY)
+    monkeypatch.setenv("DEPLOY_OTHER_CALLER_KEY", CALLER_KEY + "-other")
+    callers = [{"name": "ana", "key_env": "DEPLOY_CALLER_KEY"}, {"name": "bo", "key_env": "DEPLOY_OTHER_CALLER_KEY"}]
+    config = write_config(tmp_path, "shared", auth={"callers": callers})
+    with pytest.raises(ConfigError) as refused:
+        render(config)
+    assert str(refused.value) == (
+        f"{config}: the agent shared cannot run in a pod, where its backend runs in a container of its own beside "
+        "the wrapper's (runtime.kind: sidecar): runtime.kind: sidecar runs every backend as its container's one "
+        "user, so it serves one caller, and auth.callers names 2: run an agent (a pod, a compose service) per caller"
+    )
 
 
 @pytest.mark.parametrize(
@@ -183,8 +305,10 @@ def test_resources_come_from_the_runtime(
     tmp_path: Path, runtime: dict[str, Any], requests: dict[str, str], limits: dict[str, str]
 ) -> None:
     config = write_config(tmp_path, "sized", runtime=runtime)
-    (container,) = containers(objects(render(config), "StatefulSet")[0])
-    assert container["resources"] == {"requests": requests, "limits": limits}
+    (stateful_set,) = objects(render(config), "StatefulSet")
+    assert container(stateful_set, "backend")["resources"] == {"requests": requests, "limits": limits}
+    wrapper = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}}
+    assert container(stateful_set)["resources"] == wrapper  # the wrapper's, whatever the backend's
 
 
 @pytest.mark.parametrize(
@@ -212,7 +336,7 @@ def test_the_network_policy_lets_the_agent_reach_its_provider(
 
 def test_postgres_is_referenced_by_its_secret() -> None:
     (stateful_set,) = objects(render("agents/code-review/config.yaml", postgres_secret="agents-state"), "StatefulSet")
-    env = {item["name"]: item for item in containers(stateful_set)[0]["env"]}
+    env = {item["name"]: item for item in container(stateful_set)["env"]}
     assert env["A2A_WRAP_STATE__URL"]["valueFrom"] == {"secretKeyRef": {"name": "agents-state", "key": "url"}}
 
 
@@ -295,6 +419,7 @@ def test_a_folder_not_written_by_a_render_is_refused_and_a_render_replaces_its_o
     [
         ({"namespace": "Agents"}, "--namespace: 'Agents' is not at most 63 lowercase letters"),
         ({"storage": "ten"}, "--storage: 'ten' is not a Kubernetes quantity"),
+        ({"state_storage": "1 Gi"}, "--state-storage: '1 Gi' is not a Kubernetes quantity"),
         ({"postgres_secret": "my_secret"}, "--postgres-secret: 'my_secret' is not a Secret's name"),
         ({"image": "bad image"}, "--image: 'bad image' is not an image reference"),
     ],
@@ -334,3 +459,10 @@ def test_the_command_writes_the_folder_and_says_how_to_apply_it(tmp_path: Path, 
     again = subprocess.run([*command[:-1], str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert again.returncode == 1
     assert "was not written by `a2a-wrap deploy kubernetes`" in again.stderr
+    callers = [{"name": "ana", "key_env": "DEPLOY_CALLER_KEY"}, {"name": "bo", "key_env": "DEPLOY_PROVIDER_KEY"}]
+    shared = write_config(tmp_path, "shared", auth={"callers": callers})
+    refused = subprocess.run([*command[:5], str(shared), "-o", str(tmp_path / "shared-out")], capture_output=True,
+                             text=True, timeout=60)  # fmt: skip
+    assert refused.returncode == 1
+    assert refused.stderr.startswith(f"Error: {shared}: the agent shared cannot run in a pod"), refused.stderr
+    assert "serves one caller" in refused.stderr and "Traceback" not in refused.stderr

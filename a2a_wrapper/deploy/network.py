@@ -15,11 +15,11 @@ NETWORK_POLICY_NOTE = """\
 # NetworkPolicy: ingress on 8000 from any pod of this namespace (the registry, orchestrators); egress to DNS in
 # kube-system, to the model provider (and MCP servers) the config names, and to Postgres on 5432 when a state
 # Secret is given. A NetworkPolicy cannot name hosts: a provider named by host is allowed by its port, to any
-# address; one named by IP address is allowed to that address only. The backend runs as a process in the pod,
-# without the wrapper's egress proxy (the sandbox's): the shield's rules still decide every network tool call,
-# this policy bounds what else leaves. Prometheus in another namespace, push webhooks and hosts reached through
-# the shield's network rules need a NetworkPolicy of your own. DNS elsewhere than kube-system (NodeLocal
-# DNSCache): change the `dns` rule.
+# address; one named by IP address is allowed to that address only. The container `backend` shares the pod's
+# network, so its egress is this policy's: the wrapper's egress proxy (runtime.hosts, the shield's network rules)
+# decides only for clients that use the proxy they are given; a tool that connects directly is bounded by this
+# policy alone. Prometheus in another namespace, push webhooks and hosts reached through the shield's network rules
+# need a NetworkPolicy of your own. DNS elsewhere than kube-system (NodeLocal DNSCache): change the `dns` rule.
 """
 
 

@@ -2,26 +2,43 @@
 
 The file is taken as written (`${VAR}` references kept), never as loaded: a loaded config holds the values its
 variables had here, and those may be keys. In the pod, each variable is read from the agent's Secret at start.
+The runtime is always `sidecar`: the backend runs in the pod's second container, apart from the wrapper's.
 """
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic.alias_generators import to_camel
+from pydantic import ValidationError
+from pydantic.alias_generators import to_camel, to_snake
 
 from a2a_wrapper.config.files import VARIABLE
 from a2a_wrapper.config.node import is_node_config, translate_node_config
 from a2a_wrapper.config.secrets import secret_fields
+from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.config.source import read_config_file
 from a2a_wrapper.deploy.objects import dump_yaml
-from a2a_wrapper.errors import ConfigError
+from a2a_wrapper.errors import ConfigError, describe_invalid
 from a2a_wrapper.fleet import AgentSpec
 
 POD_PORT = 8000
-DATA_MOUNT = "/data"  # the PersistentVolumeClaim: state and workspace
+DATA_MOUNT = "/data"  # the wrapper's PersistentVolumeClaim (its state), in its container only
+STATE_DIR = f"{DATA_MOUNT}/state"
 CONFIG_MOUNT = "/config"  # the ConfigMap, read-only
 CONFIG_FILE = "config.yaml"
 OPERATOR_RULES_FILE = "operator-rules.yaml"
+# What the two containers share, each at the same path in both (the sidecar runtime's defaults):
+SOCKETS_MOUNT = "/run/a2a-wrapper"  # an emptyDir: the wrapper's sockets, read-only in the backend's container
+BACKEND_MOUNT = "/srv/a2a"  # the backend's PersistentVolumeClaim: its own folders and the workspace
+BACKEND_FOLDERS = f"{BACKEND_MOUNT}/backend"
+WORKSPACE = f"{BACKEND_MOUNT}/workspace"
+# What a runtime said that still holds in a pod; cpus and memory become the backend container's resources.
+_RUNTIME_KEPT = ("hosts", "connect_timeout")
+_RUNTIME_AS_RESOURCES = ("cpus", "memory")
+_RUNTIME_REASONS = {
+    "process": "a plain child would share the wrapper's container: its environment (the keys) and its files",
+    "sandbox": "bubblewrap needs user namespaces and a fresh /proc, which a restricted pod refuses",
+    "docker": "a pod has no container engine",
+}
 
 
 @dataclass
@@ -38,11 +55,12 @@ def pod_config(agent: AgentSpec, advertise_url: str, secret: str) -> PodConfig:
     raw = read_config_file(agent.config)
     data = translate_node_config(raw) if is_node_config(raw) else raw
     refuse_literal_keys(agent, data, secret)
+    refuse_unfit_for_sidecar(agent)
     config = PodConfig(files={})
     _rewrite_server(agent, data, advertise_url)
     _rewrite_backend(agent, data)
     _rewrite_runtime(agent, data, config)
-    _set(data, "state_dir", f"{DATA_MOUNT}/state")
+    _set(data, "state_dir", STATE_DIR)
     if agent.settings.operator_rules is not None:
         config.files[OPERATOR_RULES_FILE] = agent.settings.operator_rules.read_text(encoding="utf-8")
         _set(data, "operator_rules", f"{CONFIG_MOUNT}/{OPERATOR_RULES_FILE}")
@@ -63,6 +81,20 @@ def refuse_literal_keys(agent: AgentSpec, data: dict[str, Any], secret: str) -> 
             f"{agent.config}: {dotted}: {source}, and a key is never written into a manifest; write it as "
             f"${{VAR}} (e.g. {location[-1]}: ${{MY_PROVIDER_KEY}}) and put its value in the Secret {secret}"
         )
+
+
+def refuse_unfit_for_sidecar(agent: AgentSpec) -> None:
+    """The agent's settings as its pod runs them, checked by the config model itself: what a sidecar cannot run
+    (several callers, an attached backend) is refused here with the model's sentence, not at the pod's start."""
+    pod = {**agent.settings.model_dump(by_alias=False), "runtime": _pod_runtime(), "state_dir": STATE_DIR}
+    try:
+        AgentSettings.model_validate(pod)
+    except ValidationError as exc:
+        reasons = "; ".join(describe_invalid(error) for error in exc.errors())
+        raise ConfigError(
+            f"{agent.config}: the agent {agent.name} cannot run in a pod, where its backend runs in a container of "
+            f"its own beside the wrapper's (runtime.kind: sidecar): {reasons}"
+        ) from exc
 
 
 def key_variables(agent: AgentSpec, data: dict[str, Any]) -> dict[str, bool]:
@@ -102,7 +134,7 @@ def _rewrite_backend(agent: AgentSpec, data: dict[str, Any]) -> None:
             f"{agent.config}: backend.binary: a program on this machine, not in the image (which has the managed "
             "installs of opencode and copilot); remove it"
         )
-    _set(backend, "workdir", f"{DATA_MOUNT}/workspace")
+    _set(backend, "workdir", WORKSPACE)
     if agent.settings.backend.system_prompt_file is not None:  # the file's text, as the agent would read it
         for spelling in ("system_prompt_file", to_camel("system_prompt_file")):
             backend.pop(spelling, None)
@@ -110,14 +142,31 @@ def _rewrite_backend(agent: AgentSpec, data: dict[str, Any]) -> None:
 
 
 def _rewrite_runtime(agent: AgentSpec, data: dict[str, Any], config: PodConfig) -> None:
-    kind = agent.settings.runtime.kind
-    if kind != "process":
-        reason = {
-            "sandbox": "bubblewrap needs user namespaces and a fresh /proc, which a restricted pod refuses",
-            "docker": "a pod has no container engine; the pod is the container",
-        }[kind]
-        config.notes.append(f"runtime.kind {kind} becomes process: {reason}; the pod is the agent's boundary")
-    _set(data, "runtime", {"kind": "process"})
+    """runtime: the pod's sidecar, keeping the hosts and connect_timeout the file wrote; the rest said in notes."""
+    runtime = agent.settings.runtime
+    written = _lookup(data, ("runtime",))
+    pod = _pod_runtime()
+    for key in _RUNTIME_KEPT:
+        if (value := _lookup(written, (key,))) is not None:
+            pod[key] = value
+    _set(data, "runtime", pod)
+    if runtime.kind != "sidecar":
+        config.notes.append(
+            f"runtime.kind {runtime.kind} becomes sidecar: {_RUNTIME_REASONS[runtime.kind]}; the backend runs in the "
+            "pod's container `backend`, apart from the wrapper's"
+        )
+    said = {to_snake(key) for key in written} if isinstance(written, dict) else set()
+    if resized := [key for key in _RUNTIME_AS_RESOURCES if key in said]:
+        config.notes.append(f"runtime.{' and runtime.'.join(resized)} become the container `backend`'s resources")
+    if left_out := sorted(said - {"kind", *_RUNTIME_KEPT, *resized}):
+        config.notes.append(
+            f"runtime.{', runtime.'.join(left_out)}: not used in a pod, whose containers share {SOCKETS_MOUNT} and "
+            f"{BACKEND_MOUNT} only"
+        )
+
+
+def _pod_runtime() -> dict[str, Any]:
+    return {"kind": "sidecar", "sockets": SOCKETS_MOUNT, "folders": BACKEND_FOLDERS}
 
 
 def _section(data: dict[str, Any], key: str) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""The pods: an agent's StatefulSet (its config, its volume, its keys, its limits) and the registry's Deployment."""
+"""The pods: an agent's StatefulSet (the wrapper's container and the backend's, their volumes, the wrapper's keys,
+their limits) and the registry's Deployment."""
 
 import hashlib
 import json
@@ -8,24 +9,43 @@ from typing import Any
 from a2a_wrapper.config.runtimes import DockerRuntime, Runtime
 from a2a_wrapper.deploy.objects import Component, labels, metadata, selector
 from a2a_wrapper.deploy.options import KubernetesOptions
-from a2a_wrapper.deploy.pod_config import CONFIG_FILE, CONFIG_MOUNT, DATA_MOUNT, POD_PORT, PodConfig
+from a2a_wrapper.deploy.pod_config import (
+    BACKEND_FOLDERS,
+    BACKEND_MOUNT,
+    CONFIG_FILE,
+    CONFIG_MOUNT,
+    DATA_MOUNT,
+    POD_PORT,
+    SOCKETS_MOUNT,
+    PodConfig,
+)
 from a2a_wrapper.fleet import RegistrySettings
 
 RUN_AS = 10001  # the image has no user of its own (it would run as root); its files are world-readable
 REGISTRY_PORT = 8800
 REGISTRY_SECRET = "registry-keys"
 POSTGRES_URL_ENV = "A2A_WRAP_STATE__URL"  # the setting state.url, from the environment
-# With no runtime.cpus / runtime.memory: enough for one backend turn (Copilot CLI unpacks ~235 MB at first start).
+# The backend's container with no runtime.cpus / runtime.memory: enough for one backend turn (Copilot CLI unpacks
+# ~235 MB at first start).
 DEFAULT_REQUESTS = {"cpu": "250m", "memory": "768Mi"}
 DEFAULT_LIMITS = {"cpu": "2", "memory": "2Gi"}
+# The wrapper's container: Python with its modules loaded holds ~120 MB; per-task copies (git) run there too.
+WRAPPER_REQUESTS = {"cpu": "100m", "memory": "256Mi"}
+WRAPPER_LIMITS = {"cpu": "1", "memory": "1Gi"}
 _BINARY_UNITS = {"k": "Ki", "m": "Mi", "g": "Gi"}
 SECURITY_NOTE = f"""\
-# securityContext: user {RUN_AS}, no root, a read-only root filesystem (writable: /data, the volume, and /tmp),
-# no privilege escalation, every capability dropped, the runtime's default seccomp profile: the `restricted` Pod
-# Security Standard. The backend runs as a plain child process (runtime.kind: process): the default bubblewrap
-# sandbox needs to create user namespaces (which the default seccomp profile refuses without CAP_SYS_ADMIN) and to
-# mount a fresh /proc (which a container's masked /proc refuses), so it would need seccomp Unconfined and an
-# unmasked /proc. The pod is the agent's boundary instead: its own filesystem, its volume, its NetworkPolicy.
+# Two containers, each under the `restricted` Pod Security Standard: user {RUN_AS}, no root, a read-only root
+# filesystem, no privilege escalation, every capability dropped, the runtime's default seccomp profile.
+# `agent` runs the wrapper (`a2a-wrap serve`): the keys from the Secret in its environment, its state on the volume
+# `data` at {DATA_MOUNT}, its config at {CONFIG_MOUNT}. `backend` runs `a2a-wrap sidecar`, which starts the backends
+# the wrapper asks for (runtime.kind: sidecar): no variable from any Secret, no ports; it mounts only the wrapper's
+# sockets ({SOCKETS_MOUNT}, an emptyDir, read-only there), the volume `backend` at {BACKEND_MOUNT} (the backend's
+# own folders and the workspace, read-write in both) and a /tmp of its own. The containers share no process
+# namespace: a tool cannot read the wrapper's environment, memory or files through /proc, and the volume `data`
+# is not in its container. They share the pod's network: the backend reaches the wrapper's ports on 127.0.0.1
+# (with the authentication any pod of the namespace needs) and leaves the pod as the NetworkPolicy below allows.
+# Not bubblewrap inside: it needs user namespaces (refused by the default seccomp profile without CAP_SYS_ADMIN)
+# and a fresh /proc (refused by a container's masked /proc).
 """
 
 
@@ -41,38 +61,22 @@ def agent_config_map(name: str, namespace: str, config: PodConfig) -> dict[str, 
 def agent_stateful_set(
     name: str, options: KubernetesOptions, config: PodConfig, runtime: Runtime, stop_grace: float
 ) -> dict[str, Any]:
-    """One replica, its state and workspace on a PersistentVolumeClaim kept when the StatefulSet goes."""
-    env = [{"name": "HOME", "value": "/tmp"}, *agent_env(name, config)]
-    if options.postgres_secret is not None:
-        env.append(postgres_env(options.postgres_secret))
-    container = {
-        "name": "agent",
-        "image": options.image,
-        "imagePullPolicy": "IfNotPresent",
-        "args": ["serve", "--config", f"{CONFIG_MOUNT}/{CONFIG_FILE}"],
-        "ports": [{"name": "http", "containerPort": POD_PORT, "protocol": "TCP"}],
-        "env": env,
-        "resources": resources(runtime),
-        **probes(liveness_delay=60),
-        "securityContext": container_security(),
-        "volumeMounts": [
-            {"name": "config", "mountPath": CONFIG_MOUNT, "readOnly": True},
-            {"name": "data", "mountPath": DATA_MOUNT},
-            {"name": "tmp", "mountPath": "/tmp"},
-        ],
-    }
-    volumes = [{"name": "config", "configMap": {"name": f"{name}-config"}}, tmp_volume()]
-    template = pod_template(name, "agent", container, volumes, math.ceil(stop_grace) + 5)
+    """One replica of two containers, the wrapper's and the backend's; each one's data on a PersistentVolumeClaim of
+    its own, kept when the StatefulSet goes."""
+    volumes = [
+        {"name": "config", "configMap": {"name": f"{name}-config"}},
+        {"name": "sockets", "emptyDir": {"sizeLimit": "64Mi"}},
+        tmp_volume(),
+        tmp_volume("backend-tmp"),
+    ]
+    containers = [wrapper_container(name, options, config), backend_container(options, runtime)]
+    template = pod_template(name, "agent", containers, volumes, math.ceil(stop_grace) + 5)
     template["metadata"]["annotations"] = {
         "prometheus.io/scrape": "true",
         "prometheus.io/port": str(POD_PORT),
         "prometheus.io/path": "/metrics",
         # A changed config changes the template, so the pod restarts with it.
         "a2a-wrapper/config-sha256": hashlib.sha256(json.dumps(config.files, sort_keys=True).encode()).hexdigest(),
-    }
-    claim = {
-        "metadata": {"name": "data", "labels": labels(name, "agent")},
-        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": options.storage}}},
     }
     return {
         "apiVersion": "apps/v1",
@@ -84,8 +88,62 @@ def agent_stateful_set(
             "selector": {"matchLabels": selector(name, "agent")},
             "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Retain"},
             "template": template,
-            "volumeClaimTemplates": [claim],
+            "volumeClaimTemplates": [
+                volume_claim(name, "data", options.state_storage),
+                volume_claim(name, "backend", options.storage),
+            ],
         },
+    }
+
+
+def wrapper_container(name: str, options: KubernetesOptions, config: PodConfig) -> dict[str, Any]:
+    """`a2a-wrap serve`: the keys, the config, the state, the A2A port and its probes."""
+    env = [{"name": "HOME", "value": "/tmp"}, *agent_env(name, config)]
+    if options.postgres_secret is not None:
+        env.append(postgres_env(options.postgres_secret))
+    return {
+        "name": "agent",
+        "image": options.image,
+        "imagePullPolicy": "IfNotPresent",
+        "args": ["serve", "--config", f"{CONFIG_MOUNT}/{CONFIG_FILE}"],
+        "ports": [{"name": "http", "containerPort": POD_PORT, "protocol": "TCP"}],
+        "env": env,
+        "resources": {"requests": dict(WRAPPER_REQUESTS), "limits": dict(WRAPPER_LIMITS)},
+        **probes(liveness_delay=60),
+        "securityContext": container_security(),
+        "volumeMounts": [
+            {"name": "config", "mountPath": CONFIG_MOUNT, "readOnly": True},
+            {"name": "data", "mountPath": DATA_MOUNT},
+            {"name": "sockets", "mountPath": SOCKETS_MOUNT},
+            {"name": "backend", "mountPath": BACKEND_MOUNT},
+            {"name": "tmp", "mountPath": "/tmp"},
+        ],
+    }
+
+
+def backend_container(options: KubernetesOptions, runtime: Runtime) -> dict[str, Any]:
+    """`a2a-wrap sidecar`: no Secret, no port, no state; the wrapper's sockets read-only, the backend's volume."""
+    return {
+        "name": "backend",
+        "image": options.image,
+        "imagePullPolicy": "IfNotPresent",
+        # As the container's PID 1 it reaps orphans; --reap-strays: a tool's leftover process ends with its backend.
+        "args": ["sidecar", "--folders", BACKEND_FOLDERS, "--reap-strays"],
+        "env": [{"name": "HOME", "value": "/tmp"}],
+        "resources": resources(runtime),
+        "securityContext": container_security(),
+        "volumeMounts": [
+            {"name": "sockets", "mountPath": SOCKETS_MOUNT, "readOnly": True},
+            {"name": "backend", "mountPath": BACKEND_MOUNT},
+            {"name": "backend-tmp", "mountPath": "/tmp"},
+        ],
+    }
+
+
+def volume_claim(name: str, volume: str, storage: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": volume, "labels": labels(name, "agent")},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": storage}}},
     }
 
 
@@ -133,7 +191,7 @@ def registry_deployment(
         "spec": {
             "replicas": 1,
             "selector": {"matchLabels": selector("registry", "registry")},
-            "template": pod_template("registry", "registry", container, [tmp_volume()], 30),
+            "template": pod_template("registry", "registry", [container], [tmp_volume()], 30),
         },
     }
 
@@ -156,7 +214,7 @@ def registry_service(namespace: str) -> dict[str, Any]:
 
 
 def pod_template(
-    name: str, component: Component, container: dict[str, Any], volumes: list[dict[str, Any]], grace: int
+    name: str, component: Component, containers: list[dict[str, Any]], volumes: list[dict[str, Any]], grace: int
 ) -> dict[str, Any]:
     return {
         "metadata": {"labels": labels(name, component)},
@@ -165,7 +223,7 @@ def pod_template(
             "enableServiceLinks": False,  # no *_SERVICE_HOST variables: the backend's environment stays its own
             "terminationGracePeriodSeconds": grace,
             "securityContext": pod_security(),
-            "containers": [container],
+            "containers": containers,
             "volumes": volumes,
         },
     }
@@ -176,7 +234,7 @@ def pod_security() -> dict[str, Any]:
         "runAsNonRoot": True,
         "runAsUser": RUN_AS,
         "runAsGroup": RUN_AS,
-        "fsGroup": RUN_AS,  # the volume is writable by the agent
+        "fsGroup": RUN_AS,  # the volumes are writable by both containers
         "fsGroupChangePolicy": "OnRootMismatch",
         "seccompProfile": {"type": "RuntimeDefault"},
     }
@@ -191,8 +249,8 @@ def container_security() -> dict[str, Any]:
     }
 
 
-def tmp_volume() -> dict[str, Any]:
-    return {"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}}
+def tmp_volume(name: str = "tmp") -> dict[str, Any]:
+    return {"name": name, "emptyDir": {"sizeLimit": "1Gi"}}
 
 
 def probes(liveness_delay: int) -> dict[str, Any]:
@@ -206,7 +264,8 @@ def probes(liveness_delay: int) -> dict[str, Any]:
 
 
 def resources(runtime: Runtime) -> dict[str, Any]:
-    """runtime.cpus and runtime.memory (a docker runtime's) as requests and limits; else the defaults."""
+    """The backend's: runtime.cpus and runtime.memory (a docker runtime's) as requests and limits; else the
+    defaults."""
     if not isinstance(runtime, DockerRuntime) or (runtime.cpus is None and runtime.memory is None):
         return {"requests": dict(DEFAULT_REQUESTS), "limits": dict(DEFAULT_LIMITS)}
     limits = {

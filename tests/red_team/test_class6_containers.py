@@ -161,7 +161,6 @@ def _secret_names(container: dict[str, Any]) -> set[str]:
     }
 
 
-@pytest.mark.xfail(strict=True, reason=NO_BRANCH.format("each pod's one container holds the wrapper and backend"))
 @pytest.mark.parametrize(("name", "pod"), PODS, ids=[name for name, _ in PODS])
 def test_a_pods_backend_has_a_container_of_its_own_without_the_wrappers_secrets(name: str, pod: dict[str, Any]) -> None:
     containers = pod["containers"]
