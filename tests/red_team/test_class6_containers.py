@@ -26,7 +26,6 @@ pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).parent.parent.parent
 COMPOSE = yaml.safe_load((REPO / "compose" / "docker-compose.yml").read_text())
-NO_BRANCH = "containers: {} (class 6 has no fix on main yet)"
 COMPOSE_AGENTS = sorted(p.parent.name for p in (REPO / "compose" / "agents").glob("*/config.yaml"))
 
 
