@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
+from a2a_wrapper.backends.copilot.program import programs_root
 from a2a_wrapper.offline_model import OfflineModel
 from a2a_wrapper.state.audit import recent
 from tests.helpers.a2a_wire import final_state, stream, user_message
@@ -140,27 +141,27 @@ def test_opencodes_listening_port_cannot_be_taken_over(opencode_attacked: Seen) 
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="trusted plane: the Copilot CLI unpacks its own code into XDG_CACHE_HOME/copilot/pkg and runs it from there "
-    "at each start, and that cache is a folder the backend writes (its own, or one backend.env names): a tool "
-    "writes into the program the wrapper starts next",
-)
 async def test_copilots_program_folder_is_not_writable_from_inside(tmp_path: Path) -> None:
     planted = f"redteam-{uuid.uuid4().hex}.js"
     async with OfflineModel() as model:
         harness = Harness(COPILOT, model, tmp_path, None)  # type: ignore[arg-type]
-        attack = f'echo "require(\\"fs\\")" > "$COPILOT_CLI_RESOLVED_DIST_DIR/{planted}" 2>&1; echo tried'
+        attack = (
+            'echo "$COPILOT_CLI_RESOLVED_DIST_DIR" > where.txt; '
+            f'echo "require(\\"fs\\")" > "$COPILOT_CLI_RESOLVED_DIST_DIR/{planted}" 2>&1; echo tried'
+        )
         async with httpx.AsyncClient(timeout=120) as http, harness.serving(auto_approve=True) as served:
             events = await _send(http, served.jsonrpc, bash_params(attack, description="run a command"))
             assert events and final_state(events) == "TASK_STATE_COMPLETED", events[-1:]
+            program = Path((served.workdir / "where.txt").read_text().strip())
+    assert (program / "index.js").is_file(), f"the attack aimed at the program the CLI runs: {program}"
     assert not _removed(planted, tmp_path)
 
 
 def _removed(name: str, tmp_path: Path) -> list[Path]:
     """Where a file of that name was written in the CLI's program folders; removed, so the shared test cache is
     left as it was."""
-    written = [*COPILOT_CACHE.glob(f"copilot/pkg/*/*/{name}"), *tmp_path.rglob(name)]
+    programs = [*COPILOT_CACHE.glob(f"copilot/pkg/*/*/{name}"), *programs_root().glob(f"*/pkg/*/*/{name}")]
+    written = [*programs, *tmp_path.rglob(name)]
     for path in written:
         path.unlink()
     return written
