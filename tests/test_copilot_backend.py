@@ -232,12 +232,13 @@ def test_the_child_environment_is_an_allow_list_plus_the_backend_env(tmp_path: P
         "GH_TOKEN": "ghp_env",
         "HOME": "/root",
     }
-    backend = backend_settings(provider=PROVIDER, model="m", env={"EXTRA": "1", "COPILOT_CLI_DIST_DIR": "/elsewhere"})
+    env = {"EXTRA": "1", "COPILOT_CLI_DIST_DIR": "/elsewhere", "COPILOT_AUTO_UPDATE": "true"}
+    backend = backend_settings(provider=PROVIDER, model="m", env=env)
     program = Program(tmp_path / "program", tmp_path / "program" / "pkg" / "linux-x64" / "1.0.0")
     plan = launch.prepare(Path("/bin/copilot"), program, backend, tmp_path, wrapper_env)
     assert plan.env["PATH"] == "/bin" and plan.env["LANG"] == "C.UTF-8" and plan.env["EXTRA"] == "1"
     assert plan.env["COPILOT_CLI_DIST_DIR"] == str(program.dist), "the code the CLI runs is the wrapper's"
-    assert plan.env["COPILOT_PKG_CACHE_HOME"] == str(program.folder)
+    assert plan.env["COPILOT_PKG_CACHE_HOME"] == str(program.folder) and plan.env["COPILOT_AUTO_UPDATE"] == "false"
     assert "AWS_SECRET_ACCESS_KEY" not in plan.env and "GH_TOKEN" not in plan.env
     assert plan.env["HOME"] == str(tmp_path / "copilot" / "home")
     assert plan.env["XDG_CACHE_HOME"] == str(tmp_path / "copilot" / "cache")

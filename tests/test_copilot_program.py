@@ -33,7 +33,8 @@ async def test_the_package_the_loader_unpacked_is_run_from_the_wrappers_folder(t
     program = await unpacked(binary)
     assert program.folder == folder_for(binary) and program.folder.is_relative_to(tmp_path / "cache")
     assert program.dist == program.folder / "pkg" / "linux-x64" / "9.9.9"
-    assert program.env() == {"COPILOT_PKG_CACHE_HOME": str(program.folder), "COPILOT_CLI_DIST_DIR": str(program.dist)}
+    folders = {"COPILOT_PKG_CACHE_HOME": str(program.folder), "COPILOT_CLI_DIST_DIR": str(program.dist)}
+    assert program.env() == folders | {"COPILOT_AUTO_UPDATE": "false"}
     assert await unpacked(binary) == program
     assert runs.read_text() == "run\n", "unpacked once: the next start finds it"
 

@@ -70,7 +70,7 @@ def prepare(
     home = state_dir / "copilot"
     copilot_home = home / "copilot-home"
     copilot_home.mkdir(parents=True, exist_ok=True)
-    env = isolated_env(home, base_env) | {"COPILOT_AUTO_UPDATE": "false"} | backend.env | program.env()
+    env = isolated_env(home, base_env) | backend.env | program.env()
     produce_folder(config_folder(home), {f"copilot/{name}": content for name, content in CONTROL_ENTRIES.items()})
     given = shown_over(config_folder(home) / "copilot", {name: copilot_home / name for name in CONTROL_ENTRIES})
     if backend.provider is not None:

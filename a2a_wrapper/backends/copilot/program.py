@@ -33,7 +33,11 @@ class Program:
     dist: Path  # the unpacked package the loader runs: COPILOT_CLI_DIST_DIR
 
     def env(self) -> dict[str, str]:
-        return {"COPILOT_PKG_CACHE_HOME": str(self.folder), "COPILOT_CLI_DIST_DIR": str(self.dist)}
+        """The CLI's variables naming its code. Auto-update off as well: with it on, the loader and the package's
+        index.js each prefer a newer version found in any of its cache folders, the backend's writable ones
+        among them (the SDK's `--no-auto-update` says the same; this holds whatever a backend.env says)."""
+        folders = {"COPILOT_PKG_CACHE_HOME": str(self.folder), "COPILOT_CLI_DIST_DIR": str(self.dist)}
+        return folders | {"COPILOT_AUTO_UPDATE": "false"}
 
 
 def programs_root() -> Path:
