@@ -165,6 +165,14 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
 def _workspaces(settings: AgentSettings) -> Workspaces | None:
     """Per-task mode: the workspaces, their source checked (a bad one stops the start with its sentence)."""
     if settings.workspace.mode != "per_task":
+        if len(settings.auth.callers) > 1:  # each caller still has a backend of its own, but not a tree of its own
+            log.warning(
+                "[%s] works in place with %d callers: their tools share %s, so one caller's tool can read and "
+                "change what another's wrote there (workspace.mode: per_task gives each context its own copy)",
+                settings.card.name,
+                len(settings.auth.callers),
+                settings.backend.workdir,
+            )
         return None
     workspaces = Workspaces(settings)
     try:

@@ -3,6 +3,7 @@ then the repair runs and the test looks at the disk."""
 
 import asyncio
 import os
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,8 +24,13 @@ START = {
     "README.md": "hello\n",
     "src/main.py": "print(1)\n",
     "nested/.git/objects/12/3456": "blob",
+    "fixtures/repo.git/HEAD": "ref: refs/heads/main\n",  # a bare repository of the owner's, a test fixture
+    "fixtures/repo.git/config": "[core]\n\tbare = true\n",
+    "fixtures/repo.git/objects/ab/cdef": "blob",
+    "fixtures/repo.git/refs/heads/main": "0" * 40 + "\n",
 }
 CONTROL = [".git/config", ".git/hooks/pre-commit", ".github/hooks/hooks.json", ".vscode/settings.json"]
+CONTROL += ["fixtures/repo.git/config"]
 CONTROL += [".opencode/plugin/keep.js"]  # the rest is not: `.github/workflows` may go where `.github` goes
 
 
@@ -115,6 +121,37 @@ ROWS = [
     ),
     ("instructions and data are the agent's", planted("AGENTS.md", "CLAUDE.md", ".gitignore", ".env", "x.py"), [], []),
     ("git's data is not checked", planted(".git/objects/12/3456", ".git/refs/heads/main"), [], []),
+    # folders git takes as a repository whatever their name (HEAD and refs, or HEAD and a commondir)
+    (
+        "a bare repository",
+        planted("vendored/HEAD", "vendored/objects/x", "vendored/refs/x", "vendored/config"),
+        ["vendored"],
+        [],
+    ),
+    ("a bare repository deep down", planted("a/b/HEAD", "a/b/refs/heads/x"), ["a/b"], []),
+    ("a git dir by its commondir", planted("wt/HEAD", "wt/commondir"), ["wt"], []),
+    ("HEAD alone is no git dir", planted("data/HEAD", "data/config"), [], []),
+    (
+        "an owner's folder made one",
+        planted("src/HEAD", "src/refs/x", "src/config"),
+        ["src/HEAD", "src/config", "src/refs"],
+        [],
+    ),
+    ("the workspace made one", planted("HEAD", "refs/heads/x", "config"), ["HEAD", "config", "refs"], []),
+    ("a bare repository's config changed", planted("fixtures/repo.git/config"), [], ["fixtures/repo.git/config"]),
+    ("a bare repository's hook added", planted("fixtures/repo.git/hooks/x"), ["fixtures/repo.git/hooks"], []),
+    (
+        "one in a bare repository's objects",
+        planted("fixtures/repo.git/objects/x/HEAD", "fixtures/repo.git/objects/x/refs/y"),
+        ["fixtures/repo.git/objects/x"],
+        [],
+    ),
+    (
+        "a bare repository's data is not checked",
+        planted("fixtures/repo.git/objects/12/3456", "fixtures/repo.git/HEAD"),
+        [],
+        [],
+    ),
 ]
 
 
@@ -134,11 +171,40 @@ def test_what_a_turn_planted_is_removed_and_what_it_changed_is_restored(
         assert (root / path).read_text() == START[path], path
     assert os.stat(root / ".git/hooks/pre-commit").st_mode & 0o777 == 0o755
     assert (root / ".git/objects/ab/cdef").exists() and (root / "nested/.git/objects/12/3456").exists(), "moved back"
+    assert (root / "src/main.py").read_text() == START["src/main.py"], "the owner's files stay"
     after = snapshot(root)
     assert after.found.keys() == before.found.keys()
     assert all(before.found[path].same(after.found[path]) for path in before.found)
     assert not repair(root, before, after), "nothing left to repair"
     assert Path("/etc/passwd").exists()
+
+
+def test_a_git_dir_planted_anywhere_runs_nothing_for_the_owners_git(tmp_path: Path) -> None:
+    """The owner's own `git status` in and under each folder git would take as a repository: after the repair
+    none runs the fsmonitor a turn planted (and before it, each did: the shape is git's, not a guess)."""
+    root, marker = tmp_path / "ws", tmp_path / "ran"
+    write(root, "README.md", "hello\n")
+    write(root, "src/main.py", "print(1)\n")
+    before = snapshot(root)
+    config = f"[core]\n\trepositoryformatversion = 0\n\tfsmonitor = touch {marker}\n\tworktree = ..\n\tbare = false\n"
+    for folder in ("vendored", "src", "a/b"):
+        write(root, f"{folder}/HEAD", "ref: refs/heads/main\n")
+        (root / folder / "objects").mkdir()
+        (root / folder / "refs/heads").mkdir(parents=True)
+        write(root, f"{folder}/config", config)
+    places = ["vendored", "vendored/objects", "src", "a/b/refs"]
+    assert all(_fsmonitor_ran(root / place, marker) for place in places), "the planted repositories work"
+    done = repair(root, before, snapshot(root))
+    assert not done.failed, done.failed
+    assert not any(_fsmonitor_ran(root / place, marker) for place in ["", "src", "a"]), done
+    assert (root / "src/main.py").read_text() == "print(1)\n"
+
+
+def _fsmonitor_ran(folder: Path, marker: Path) -> bool:
+    marker.unlink(missing_ok=True)
+    env = {"PATH": os.environ["PATH"], "HOME": str(folder), "GIT_CONFIG_NOSYSTEM": "1"}
+    subprocess.run(["git", "-C", str(folder), "status"], env=env, capture_output=True, check=False)
+    return marker.exists()
 
 
 def test_nothing_is_written_through_a_link(tmp_path: Path) -> None:

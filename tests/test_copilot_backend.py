@@ -15,6 +15,7 @@ import pytest
 from a2a_wrapper.agent import running_agent
 from a2a_wrapper.backends.base import Prompt, events_of
 from a2a_wrapper.backends.copilot import launch
+from a2a_wrapper.backends.copilot.program import Program
 from a2a_wrapper.backends.copilot.translate import Translator, file_diffs, permission_kind
 from a2a_wrapper.backends.copilot.turn import NOBODY_ANSWERED
 from a2a_wrapper.backends.opencode.launch import free_port
@@ -231,9 +232,13 @@ def test_the_child_environment_is_an_allow_list_plus_the_backend_env(tmp_path: P
         "GH_TOKEN": "ghp_env",
         "HOME": "/root",
     }
-    backend = backend_settings(provider=PROVIDER, model="m", env={"EXTRA": "1"})
-    plan = launch.prepare(Path("/bin/copilot"), backend, tmp_path, wrapper_env)
+    env = {"EXTRA": "1", "COPILOT_CLI_DIST_DIR": "/elsewhere", "COPILOT_AUTO_UPDATE": "true"}
+    backend = backend_settings(provider=PROVIDER, model="m", env=env)
+    program = Program(tmp_path / "program", tmp_path / "program" / "pkg" / "linux-x64" / "1.0.0")
+    plan = launch.prepare(Path("/bin/copilot"), program, backend, tmp_path, wrapper_env)
     assert plan.env["PATH"] == "/bin" and plan.env["LANG"] == "C.UTF-8" and plan.env["EXTRA"] == "1"
+    assert plan.env["COPILOT_CLI_DIST_DIR"] == str(program.dist), "the code the CLI runs is the wrapper's"
+    assert plan.env["COPILOT_PKG_CACHE_HOME"] == str(program.folder) and plan.env["COPILOT_AUTO_UPDATE"] == "false"
     assert "AWS_SECRET_ACCESS_KEY" not in plan.env and "GH_TOKEN" not in plan.env
     assert plan.env["HOME"] == str(tmp_path / "copilot" / "home")
     assert plan.env["XDG_CACHE_HOME"] == str(tmp_path / "copilot" / "cache")
@@ -264,9 +269,12 @@ def test_the_github_token_comes_from_config_then_the_environment(
     assert launch.github_token(backend, environment) == expected
 
 
+UNUSED_PROGRAM = Program(Path("/nonexistent"), Path("/nonexistent/pkg/linux-x64/1.0.0"))
+
+
 def test_a_provider_without_a_model_is_refused_by_name(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"backend\.model is required with backend\.provider"):
-        launch.prepare(Path("/bin/copilot"), backend_settings(provider=PROVIDER), tmp_path, {})
+        launch.prepare(Path("/bin/copilot"), UNUSED_PROGRAM, backend_settings(provider=PROVIDER), tmp_path, {})
 
 
 def test_session_options_carry_provider_model_system_message_and_mcp() -> None:

@@ -7,6 +7,7 @@ watched through the backends' processes themselves.
 """
 
 import asyncio
+import logging
 import os
 import re
 import time
@@ -19,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
+from a2a_wrapper.agent import running_agent
 from a2a_wrapper.backends.tenants.folders import TENANTS, tenant_id
 from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.offline_model import OfflineModel
@@ -262,3 +264,16 @@ async def test_an_idle_backend_stops_and_its_caller_resumes_where_she_was(
         count, again = await turns(alice, served.jsonrpc, context)
         assert (count, again) == (2, context), "the model saw her earlier turn"
         assert (await backends(served))[tenant_id("alice")]["pid"] != first_pid
+
+
+@pytest.mark.parametrize(("mode", "warned"), [("in_place", True), ("per_task", False)])
+async def test_several_callers_working_in_place_are_told_at_start_they_share_the_tree(
+    make_settings: SettingsFactory, callers: Callers, caplog: pytest.LogCaptureFixture, mode: str, warned: bool
+) -> None:
+    settings = settings_of(make_settings, workspace={"mode": mode})
+    with caplog.at_level(logging.WARNING, logger="a2a_wrapper.agent"):
+        async with asyncio.timeout(60), running_agent(settings):
+            pass
+    said = [record.getMessage() for record in caplog.records if "works in place with 2 callers" in record.getMessage()]
+    assert len(said) == warned, said
+    assert not said or str(settings.backend.workdir) in said[0]

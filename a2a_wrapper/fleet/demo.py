@@ -50,7 +50,7 @@ def _card(name: str, description: str, skill: str, tags: list[str]) -> dict[str,
 def demo_agents(model: OfflineModel, state_dir: Path) -> dict[str, dict[str, Any]]:
     """The three agents' configs, by name."""
     provider_url = model.base_url
-    cache = state_dir / "copilot-cache"  # both Copilot agents share one unpacked CLI (~235 MB)
+    cache = state_dir / "copilot-cache"  # where Copilot over ACP unpacks its CLI (~235 MB), and both keep caches
     return {
         "opencode-coder": {
             "card": _card("opencode-coder", "OpenCode on the offline model.", "coding", ["coding", "opencode"]),

@@ -2,14 +2,16 @@
 
 An agent working in place shares its folder with its owner, whose next `git status` or `opencode` there runs
 what the control files (shield/protected.py) say. The sandbox binds those that exist at start read-only; this
-catches the rest — a new nested `.git`, a `.gitmodules`, an `opencode.json` that was absent — by comparing the
-tree at the turn's end with a snapshot taken at its start.
+catches the rest — a new nested `.git`, a `.gitmodules`, an `opencode.json` that was absent, a folder of any
+name that git takes as a repository of its own (git_dirs.py) — by comparing the tree at the turn's end with a
+snapshot taken at its start.
 
 The walk runs in the wrapper, outside the sandbox. It opens every folder relative to its parent's descriptor
 with O_NOFOLLOW, so a link swapped in during the walk is never followed; it reads only regular control files,
 into memory (they are small: the copy it restores from); it runs nothing it finds. Removing and restoring go
 through the same descriptors: nothing is written through a link. Inside a `.git` folder it looks only at what
-git runs code from (its config, hooks, `commondir`, `gitdir`, attributes), not at the objects.
+git runs code from (its config, hooks, `commondir`, `gitdir`, attributes), not at the objects; a git directory of
+another name is walked whole (it is no mount point, a turn may write anywhere in it), its code entries checked.
 """
 
 import errno
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from a2a_wrapper.sandbox import git_dirs
 from a2a_wrapper.shield.classes import loose
 from a2a_wrapper.shield.globs import path_matches
 from a2a_wrapper.shield.protected import CONTROL_FILES
@@ -31,8 +34,6 @@ WALK_LIMIT = 200_000  # entries; a workspace bigger than this is not searched fu
 COPY_LIMIT = 1 << 20  # bytes of one control file kept to restore it; a bigger one changed is removed
 _SEGMENTS = frozenset(loose(s) for pattern in CONTROL_FILES for s in pattern.split("/") if "*" not in s)
 _GIT = loose(".git")
-# Inside a `.git` folder: what git reads code from (fsmonitor, pager, aliases, hooks, drivers, another git dir)
-_GIT_CODE = frozenset({"config", "config.worktree", "commondir", "gitdir", "hooks", "info", "attributes"})
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 Kind = Literal["file", "folder", "link", "other"]
@@ -60,6 +61,9 @@ class Snapshot:
     found: dict[str, Found]  # path relative to the workspace -> what stood there
     complete: bool  # False: the walk stopped at WALK_LIMIT entries
     folders: dict[int, str] = field(default_factory=dict)  # every folder's inode -> its path: where one went
+    # folders of git's shape (git_dirs.py) not otherwise control paths, the workspace's root ("") included -> inode
+    git_dirs: dict[str, int] = field(default_factory=dict)
+    git_names: dict[str, frozenset[str]] = field(default_factory=dict)  # a folder -> its entries named in NAMES
 
 
 @dataclass
@@ -98,14 +102,8 @@ def snapshot(root: Path) -> Snapshot:
     taken = Snapshot({}, complete=True)
     root_fd = os.open(root, _DIRECTORY)
     try:
-        for seen, (relative, entry, found) in enumerate(_control_entries(root_fd)):
-            if seen >= WALK_LIMIT:
-                taken.complete = False
-                break
-            if found is not None:
-                taken.found[relative] = found
-            if entry.is_dir(follow_symlinks=False):
-                taken.folders[entry.inode()] = relative
+        taken.folders[os.fstat(root_fd).st_ino] = ""
+        _walk(root_fd, taken)
         return taken
     finally:
         os.close(root_fd)
@@ -121,6 +119,8 @@ def repair(root: Path, before: Snapshot, after: Snapshot) -> Repair:
         _move_back(root, moves, done)
         after = snapshot(root)
     created = {path for path in after.found if path not in before.found}
+    made, kept = _made_git_dirs(before, after)
+    created = {path for path in created if not _held(path, kept, after)} | made
     topmost = sorted(path for path in created if not any(folder in created for folder in _folders(path)))
     changed = [path for path, was in before.found.items() if path in after.found and not was.same(after.found[path])]
     missing = sorted(path for path in before.found if path not in after.found)
@@ -137,6 +137,35 @@ def repair(root: Path, before: Snapshot, after: Snapshot) -> Repair:
     finally:
         os.close(root_fd)
     return done
+
+
+def _made_git_dirs(before: Snapshot, after: Snapshot) -> tuple[set[str], set[str]]:
+    """(what goes, what stays) of the folders git takes as its own directory now and did not at the turn's start.
+    A folder the turn made goes whole (it is among the control paths created). A folder that was there (under
+    any name: found by its inode) goes back to what it held by the names that make the shape: what the turn
+    added of them goes (its HEAD, refs, config, …), the folder and what it held by them before stay, and so is
+    no git directory any more."""
+    made: set[str] = set()
+    kept: set[str] = set()
+    for path, inode in after.git_dirs.items():
+        was = before.folders.get(inode)
+        if was is None or was in before.git_dirs:
+            continue  # new: removed whole with the created; or git's shape at the start too: compared as it was
+        held = {loose(name) for name in before.git_names.get(was, ())}
+        for name in after.git_names.get(path, ()):
+            entry = f"{path}/{name}" if path else name
+            (kept if loose(name) in held else made).add(entry)
+        kept.add(path)
+    return made, kept
+
+
+def _held(path: str, kept: set[str], after: Snapshot) -> bool:
+    """Whether `path` is a control path only as part of what a folder that became a git directory held before
+    (its own `config` or `hooks/`, which that folder's repair leaves to it), not one on its own."""
+    if path in kept:
+        return True
+    inside = any(folder in kept for folder in _folders(path))
+    return inside and path not in after.git_dirs and not is_control(path, path.rsplit("/", 1)[-1])
 
 
 def _moves_back(before: Snapshot, after: Snapshot) -> dict[str, str]:
@@ -205,10 +234,11 @@ def _folders(path: str) -> Iterator[str]:
         yield path
 
 
-def _control_entries(root_fd: int) -> Iterator[tuple[str, os.DirEntry[str], Found | None]]:
-    """Each entry of the tree (relative path, entry, and what stands there when it is a control path), breadth first.
+def _walk(root_fd: int, taken: Snapshot) -> None:
+    """Each entry of the tree into `taken` (control paths with what stands there), breadth first, up to WALK_LIMIT.
     Each folder is opened from the root one name at a time, never through a link (one swapped in since it was
     listed is not followed), and closed before the next: a wide tree holds no pile of descriptors."""
+    seen = 0
     queue: deque[tuple[str, bool]] = deque([("", False)])  # a folder to list, and whether it is a control path
     while queue:
         folder, control = queue.popleft()
@@ -217,18 +247,42 @@ def _control_entries(root_fd: int) -> Iterator[tuple[str, os.DirEntry[str], Foun
         except OSError:
             continue  # gone, or no longer a folder
         try:
+            with os.scandir(fd) as listing:
+                entries = list(listing)
+            git_dir = not control and _note_git_names(taken, folder, fd, entries)
             in_git = bool(folder) and loose(folder.rsplit("/", 1)[-1]) == _GIT
-            with os.scandir(fd) as entries:
-                for entry in entries:
-                    if in_git and entry.name not in _GIT_CODE:
-                        continue  # objects, refs, logs: data, not code
-                    path = f"{folder}/{entry.name}" if folder else entry.name
-                    controls = control or is_control(path, entry.name)
-                    yield path, entry, _read(fd, entry) if controls else None
-                    if entry.is_dir(follow_symlinks=False):
-                        queue.append((path, controls))
+            for entry in entries:
+                if in_git and loose(entry.name) not in git_dirs.CODE:
+                    continue  # objects, refs, logs: data, not code
+                if seen >= WALK_LIMIT:
+                    taken.complete = False
+                    return
+                seen += 1
+                path = f"{folder}/{entry.name}" if folder else entry.name
+                controls = control or is_control(path, entry.name) or (git_dir and loose(entry.name) in git_dirs.CODE)
+                if controls:
+                    taken.found[path] = _read(fd, entry)
+                if entry.is_dir(follow_symlinks=False):
+                    taken.folders[entry.inode()] = path
+                    queue.append((path, controls))
         finally:
             os.close(fd)
+
+
+def _note_git_names(taken: Snapshot, folder: str, fd: int, entries: list[os.DirEntry[str]]) -> bool:
+    """Records the folder's entries that make a git directory; whether it is one (its code then control paths,
+    and the folder itself one, unless it is the root)."""
+    names = frozenset(entry.name for entry in entries if loose(entry.name) in git_dirs.NAMES)
+    if names:
+        taken.git_names[folder] = names
+    if not git_dirs.is_git_dir({loose(name) for name in names}):
+        return False
+    info = os.fstat(fd)
+    taken.git_dirs[folder] = info.st_ino
+    if folder:
+        identity = (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
+        taken.found[folder] = Found("folder", info.st_mode, identity, None)
+    return True
 
 
 def is_control(path: str, name: str) -> bool:

@@ -13,6 +13,8 @@ CONTROL_FILES is the one list of them: the shield denies writing it here, the sa
 read-only at each start (masks.py), and after each turn of an agent working in place the wrapper removes what
 a turn created of it and restores what a turn changed (sandbox/control_files.py). Each pattern is `**/` and
 literal folder names, so it matches at any depth, in any case (`.GIT` is `.git` on a case-insensitive disk).
+A git directory of another name (a bare repository planted anywhere) has no name to list: the check after each
+turn finds it by its shape (sandbox/git_dirs.py).
 
 Not listed, on purpose: instructions for a model (`AGENTS.md`, `CLAUDE.md`, `.github/copilot-instructions.md`,
 `.cursorrules`): text the next agent reads, whose tool calls meet that agent's own shield, and which a task may

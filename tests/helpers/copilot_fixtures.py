@@ -13,10 +13,11 @@ from a2a_wrapper.backends.install import find_binary
 from a2a_wrapper.offline_model import MODEL_ID, OfflineModel
 from a2a_wrapper.offline_model.server import CONTROL
 
-# The CLI unpacks ~235 MB into $XDG_CACHE_HOME/copilot/pkg on its first run (10 s and more here): every test that
-# runs it, through the SDK or over ACP, shares this one cache, kept between runs, apart from the user's. It holds the
-# package and per-server MCP tool listings keyed by the server's config; sessions and config live in COPILOT_HOME
-# (and HOME), which stay per agent, so no test sees another's sessions.
+# Copilot over ACP unpacks its CLI (~235 MB) into $XDG_CACHE_HOME/copilot/pkg on its first run (10 s and more here);
+# the Copilot backend runs the package the wrapper unpacked once per binary instead (backends/copilot/program.py).
+# Every test that runs the CLI shares this one cache, kept between runs, apart from the user's. It holds that package
+# and per-server MCP tool listings keyed by the server's config; sessions and config live in COPILOT_HOME (and
+# HOME), which stay per agent, so no test sees another's sessions.
 COPILOT_CACHE = Path(tempfile.gettempdir()) / f"a2a-wrapper-tests-copilot-cache-{os.getuid()}"
 
 

@@ -97,18 +97,12 @@ def plants(markers: Path) -> dict[str, tuple[str, str]]:
 
 GIT_RUNS_IN = ("embedded-bare-repository", "dot-git-as-a-link", "gitdir-file-deep-down")
 NOT_SCANNED = "control files: {} is not among the control files the turn's scan removes (branch inplace)"
-ALWAYS = {
-    "embedded-bare-repository": "control files: a folder holding HEAD, objects/, refs/ and a config IS a git directory "
-    "to the owner's git (safe.bareRepository defaults to all), with no `.git` name for the scan to find",
-}
 UNTIL_SCANNED = (
     "control files: nothing removes what a turn planted in place on main; branch inplace scans after each turn"
 )
 
 
 def _expected(name: str) -> list[pytest.MarkDecorator]:
-    if name in ALWAYS:
-        return [pytest.mark.xfail(strict=True, reason=ALWAYS[name])]
     if not SCANNED:
         return [pytest.mark.xfail(strict=True, reason=UNTIL_SCANNED)]
     return []

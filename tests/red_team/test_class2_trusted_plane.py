@@ -10,17 +10,19 @@ program folder and the MCP configs a planted file could add.
 """
 
 import asyncio
+import base64
 import json
 import shutil
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from a2a_wrapper.backends.copilot.program import programs_root
 from a2a_wrapper.offline_model import OfflineModel
 from a2a_wrapper.state.audit import recent
 from tests.helpers.a2a_wire import final_state, stream, user_message
@@ -140,27 +142,58 @@ def test_opencodes_listening_port_cannot_be_taken_over(opencode_attacked: Seen) 
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="trusted plane: the Copilot CLI unpacks its own code into XDG_CACHE_HOME/copilot/pkg and runs it from there "
-    "at each start, and that cache is a folder the backend writes (its own, or one backend.env names): a tool "
-    "writes into the program the wrapper starts next",
-)
+# Each folder the CLI's loader (and its package's index.js) looks in for a cached package: a newer version planted
+# there is what an auto-update would run; each planted one writes a marker when run.
+CACHED_PACKAGES = ("$XDG_CACHE_HOME/copilot/pkg", "$COPILOT_HOME/pkg", "$HOME/.copilot/pkg", "$HOME/.cache/copilot/pkg")
+
+
+def _plant_newer_versions(marker: Path) -> str:
+    """Shell lines planting, in each cache folder, a version newer than the CLI's whose code writes `marker`."""
+    code = f'require("fs").writeFileSync("{marker}", "ran")'
+    script = f"""for root in {" ".join(f'"{root}"' for root in CACHED_PACKAGES)}; do
+  d="$root/linux-x64/99.0.0"; mkdir -p "$d/prebuilds/linux-x64" || continue
+  echo '{{"type": "commonjs"}}' > "$d/package.json"
+  for name in index.js app.js cli-main.js; do echo '{code}' > "$d/$name"; done
+  touch "$d/prebuilds/linux-x64/runtime.node" "$d/.extraction-complete"
+done"""
+    return f"echo {base64.b64encode(script.encode()).decode()} | base64 -d | sh"
+
+
+def _own_cache(model: OfflineModel, workdir: Path, state_dir: Path) -> dict[str, Any]:
+    """Copilot's section with a cache of its own, not the tests' shared one: what is planted in it stays here."""
+    section = COPILOT.section(model, workdir, state_dir)
+    return section | {"env": section["env"] | {"XDG_CACHE_HOME": str(state_dir / "copilot-cache")}}
+
+
 async def test_copilots_program_folder_is_not_writable_from_inside(tmp_path: Path) -> None:
-    planted = f"redteam-{uuid.uuid4().hex}.js"
+    planted, marker = f"redteam-{uuid.uuid4().hex}.js", tmp_path / "state" / "workspace" / "ran-planted-copilot"
     async with OfflineModel() as model:
-        harness = Harness(COPILOT, model, tmp_path, None)  # type: ignore[arg-type]
-        attack = f'echo "require(\\"fs\\")" > "$COPILOT_CLI_RESOLVED_DIST_DIR/{planted}" 2>&1; echo tried'
-        async with httpx.AsyncClient(timeout=120) as http, harness.serving(auto_approve=True) as served:
-            events = await _send(http, served.jsonrpc, bash_params(attack, description="run a command"))
-            assert events and final_state(events) == "TASK_STATE_COMPLETED", events[-1:]
+        harness = Harness(replace(COPILOT, section=_own_cache), model, tmp_path, None)  # type: ignore[arg-type]
+        attack = (
+            'echo "$COPILOT_CLI_RESOLVED_DIST_DIR" > where.txt; '
+            f'echo "require(\\"fs\\")" > "$COPILOT_CLI_RESOLVED_DIST_DIR/{planted}" 2>&1; '
+            f"{_plant_newer_versions(marker)}; echo tried"
+        )
+        async with httpx.AsyncClient(timeout=120) as http:
+            async with harness.serving(auto_approve=True) as served:
+                events = await _send(http, served.jsonrpc, bash_params(attack, description="run a command"))
+                assert events and final_state(events) == "TASK_STATE_COMPLETED", events[-1:]
+                program = Path((served.workdir / "where.txt").read_text().strip())
+            newer = list((tmp_path / "state").rglob("99.0.0"))
+            async with harness.serving(auto_approve=True) as served:  # a restart: what was planted would run now
+                events = await _send(http, served.jsonrpc, bash_params("echo again", description="run a command"))
+                assert events and final_state(events) == "TASK_STATE_COMPLETED", events[-1:]
+    assert (program / "index.js").is_file(), f"the attack aimed at the program the CLI runs: {program}"
+    assert newer, "newer versions were planted in the caches the backend writes"
     assert not _removed(planted, tmp_path)
+    assert not marker.exists(), f"a newer version planted in {newer} ran at the next start"
 
 
 def _removed(name: str, tmp_path: Path) -> list[Path]:
     """Where a file of that name was written in the CLI's program folders; removed, so the shared test cache is
     left as it was."""
-    written = [*COPILOT_CACHE.glob(f"copilot/pkg/*/*/{name}"), *tmp_path.rglob(name)]
+    programs = [*COPILOT_CACHE.glob(f"copilot/pkg/*/*/{name}"), *programs_root().glob(f"*/pkg/*/*/{name}")]
+    written = [*programs, *tmp_path.rglob(name)]
     for path in written:
         path.unlink()
     return written

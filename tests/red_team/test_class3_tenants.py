@@ -5,6 +5,9 @@ workspace; then bob's tool runs scripts/other_callers_data.py (her notes read an
 storage copied, the backend's API asked for every session with the password tools inherit), and bob's client
 asks the A2A API for her task and context every way it has. The effects looked at: her secret in anything bob
 got, her notes changed, bob's words in her context, her task cancelled.
+
+Twice: with the product's default for a served agent (a workspace per task: her notes are in her context's copy,
+which bob's tool looks for anywhere it can see), and working in place (one tree both callers' tools share).
 """
 
 import importlib.util
@@ -37,6 +40,7 @@ TENANTS = importlib.util.find_spec("a2a_wrapper.backends.tenants") is not None  
 
 @dataclass
 class Seen:
+    mode: str
     secret: str
     notes_secret: str
     injected: str
@@ -44,6 +48,8 @@ class Seen:
     her_notes: str = ""
     her_history: str = ""
     her_state: str = ""
+    walked: list[str] = field(default_factory=list)  # the folders bob's tool looked in for her files
+    her_folder: str = ""  # the folder her notes are in, on the host
 
 
 async def _bob_asks(bob: httpx.AsyncClient, served: Any, task: dict[str, Any], seen: Seen) -> None:
@@ -79,16 +85,31 @@ async def _bob_asks(bob: httpx.AsyncClient, served: Any, task: dict[str, Any], s
     seen.got["a2a-message-onto-her-task"] = str(await stream(bob, served.jsonrpc, {"message": follow}))
 
 
-@pytest.fixture(scope="module")
-async def seen(opencode_binary, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Seen]:  # type: ignore[no-untyped-def]
+def _one(found: list[Path], what: str) -> Path:
+    assert len(found) == 1, f"{what}: {found}"
+    return found[0]
+
+
+@pytest.fixture(scope="module", params=["default", "in_place"])
+async def seen(opencode_binary, tmp_path_factory: pytest.TempPathFactory, request) -> AsyncIterator[Seen]:  # type: ignore[no-untyped-def]
     async with OfflineModel() as offline_model:  # the module's own (a session one was torn down between modules)
         state = tmp_path_factory.mktemp("tenants") / "state"
-        found = Seen(f"alice-secret-{uuid.uuid4().hex}", f"alice-notes-{uuid.uuid4().hex}", f"bob-{uuid.uuid4().hex}")
-        workdir = state / "workspace"
+        found = Seen(
+            request.param,
+            f"alice-secret-{uuid.uuid4().hex}",
+            f"alice-notes-{uuid.uuid4().hex}",
+            f"bob-{uuid.uuid4().hex}",
+        )
+        workdir = state / "workspace"  # the project: worked in, or the source each context's copy is made from
         workdir.mkdir(parents=True, exist_ok=True)
+        shutil.copy(SCRIPT, workdir / "look.py")
         with pytest.MonkeyPatch.context() as patch:
             for name, value in KEYS.items():
                 patch.setenv(name, value)
+            if request.param == "default":
+                patch.delenv("A2A_WRAP_WORKSPACE__MODE", raising=False)  # the suite's in-place default (conftest)
+            else:
+                patch.setenv("A2A_WRAP_WORKSPACE__MODE", "in_place")
             settings = AgentSettings(
                 card=CardSettings(name="two-callers"),
                 server=ServerSettings(port=free_port()),
@@ -113,10 +134,11 @@ async def seen(opencode_binary, tmp_path_factory: pytest.TempPathFactory) -> Asy
                 task = hers[0]["task"]
                 notes = bash_params(f"echo {found.notes_secret} > alice-notes.txt", task["contextId"], "take notes")
                 assert final_state(await stream(alice, served.jsonrpc, notes)) == "TASK_STATE_COMPLETED"
-                shutil.copy(SCRIPT, served.workdir / "look.py")
+                assert (settings.workspace.mode == "per_task") == (request.param == "default")
+                her_notes = _one(list(state.rglob("alice-notes.txt")), "her notes")
                 his = await stream(bob, served.jsonrpc, bash_params("python3 look.py bob-found", description="look"))
                 assert final_state(his) == "TASK_STATE_COMPLETED", his[-1]
-                found.her_notes = (served.workdir / "alice-notes.txt").read_text()
+                found.her_notes, found.her_folder = her_notes.read_text(), str(her_notes.parent)
                 await _bob_asks(bob, served, task, found)
                 history = await rpc(alice, served.jsonrpc, "GetTask", {"id": task["id"], "historyLength": 100})
                 found.her_history = str(history)
@@ -125,7 +147,8 @@ async def seen(opencode_binary, tmp_path_factory: pytest.TempPathFactory) -> Asy
                     alice, served.jsonrpc, {"message": user_message("what did I say?", task["contextId"])}
                 )
                 found.her_history += str(later)
-                bobs = served.workdir / "bob-found"
+                bobs = _one(list(state.rglob("bob-found")), "what bob's tool found")
+                found.walked = (bobs / "walked.txt").read_text().splitlines()
                 for place in ("workspace.txt", "api.txt"):
                     found.got[f"tool-{place[:-4]}"] = (bobs / place).read_text(errors="replace")
                 found.got["tool-storage"] = "\n".join(
@@ -135,12 +158,12 @@ async def seen(opencode_binary, tmp_path_factory: pytest.TempPathFactory) -> Asy
 
 
 SHARED_WORKSPACE = (
-    "tenants: every caller's tools work in the one workspace, so bob reads and overwrites what alice's tool wrote "
-    "there; a workspace per task (branch workspace) is meant to close it"
+    "tenants: working in place (workspace.mode: in_place), every caller's tools work in the one tree, so bob reads "
+    "and overwrites what alice's tool wrote there; the default, a workspace per task, gives each context its own "
+    "copy, bound into its caller's sandbox alone (the agent warns at start when in place with several callers)"
 )
 ONE_BACKEND = "tenants: one backend serves both callers on main, {}; branch tenancy gives each caller a backend"
 EXPECTED = {
-    "tool-workspace": SHARED_WORKSPACE,
     "tool-storage": None if TENANTS else ONE_BACKEND.format("so her conversation is in the storage bob's tool reads"),
     "tool-api": None if TENANTS else ONE_BACKEND.format("whose API, with the password tools inherit, lists hers"),
 }
@@ -166,9 +189,17 @@ EXPECTED = {
         )
     ],
 )
-def test_bob_gets_nothing_of_alices(seen: Seen, variant: str) -> None:
+def test_bob_gets_nothing_of_alices(seen: Seen, variant: str, request: pytest.FixtureRequest) -> None:
+    if variant == "tool-workspace":
+        _shared_in_place(seen, request)
     got = seen.got[variant]
     assert seen.secret not in got and seen.notes_secret not in got, f"{variant}: {got[:300]}"
+
+
+def test_bobs_tool_looked_where_her_files_are(seen: Seen) -> None:
+    """The attack was made: his tool walked the folder her copy is in (the folder of every caller's copies), or in
+    place, the one tree; it just cannot see her files there."""
+    assert str(Path(seen.her_folder).parents[1] if seen.mode == "default" else seen.her_folder) in seen.walked
 
 
 def test_bobs_words_never_reach_her_context_nor_her_task(seen: Seen) -> None:
@@ -176,6 +207,11 @@ def test_bobs_words_never_reach_her_context_nor_her_task(seen: Seen) -> None:
     assert seen.her_state == "TASK_STATE_COMPLETED", "her task was not cancelled by bob"
 
 
-@pytest.mark.xfail(strict=True, reason=SHARED_WORKSPACE)
-def test_bob_cannot_change_alices_files(seen: Seen) -> None:
+def test_bob_cannot_change_alices_files(seen: Seen, request: pytest.FixtureRequest) -> None:
+    _shared_in_place(seen, request)
     assert seen.her_notes.strip() == seen.notes_secret
+
+
+def _shared_in_place(seen: Seen, request: pytest.FixtureRequest) -> None:
+    if seen.mode == "in_place":
+        request.applymarker(pytest.mark.xfail(strict=True, reason=SHARED_WORKSPACE))

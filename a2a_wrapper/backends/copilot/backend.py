@@ -15,6 +15,7 @@ from copilot.generated.rpc import PermissionDecisionReject
 
 from a2a_wrapper.backends.base import Capabilities, Health, Identity, Prompt, Session, unhealthy
 from a2a_wrapper.backends.copilot import launch, sdk
+from a2a_wrapper.backends.copilot.program import unpacked
 from a2a_wrapper.backends.copilot.turn import CopilotTurn, Decision, blocked, unanswered
 from a2a_wrapper.backends.install import find_binary
 from a2a_wrapper.backends.kit.restarter import Restarter
@@ -52,7 +53,8 @@ class CopilotBackend:
 
     async def start(self) -> None:
         binary = self._settings.binary or find_binary("copilot")
-        self._launch = launch.prepare(binary, self._settings, self._state_dir, dict(os.environ))
+        program = await unpacked(binary)
+        self._launch = launch.prepare(binary, program, self._settings, self._state_dir, dict(os.environ))
         self._settings.workdir.mkdir(parents=True, exist_ok=True)
         await self.spawn()
         self._restarter.start()

@@ -1,9 +1,9 @@
 """How the Copilot CLI is started: its binary, isolated folders, a small environment, its credentials, session options.
 
 The child gets the kit's isolated environment (an allow-list of the wrapper's, folders of its own) plus
-`backend.env`. With a provider of the user's own (BYOK), the CLI also runs offline (`COPILOT_OFFLINE`), which it
-accepts only when the provider's URL and a model are in its environment too; the provider itself travels on every
-session.
+`backend.env`, and runs its code from the folder the wrapper unpacked it into (program.py), never from its cache.
+With a provider of the user's own (BYOK), the CLI also runs offline (`COPILOT_OFFLINE`), which it accepts only when
+the provider's URL and a model are in its environment too; the provider itself travels on every session.
 """
 
 import json
@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from a2a_wrapper.backends.copilot.program import Program
 from a2a_wrapper.backends.kit import mcp
 from a2a_wrapper.backends.kit.isolation import (
     config_folder,
@@ -50,6 +51,7 @@ class Launch:
     copilot_home: Path  # the SDK's base_directory (COPILOT_HOME): config and session state
     github_token: str | None  # given to each session (session_options), never to the CLI's environment
     home: Path  # the CLI's own folders (HOME, XDG_*, TMPDIR) live under it
+    program: Program  # the CLI's code, unpacked by the wrapper: read-only in a sandbox
 
     @property
     def writable(self) -> list[Path]:
@@ -58,7 +60,9 @@ class Launch:
     given: list[tuple[Path, Path]]  # the control entries the wrapper made, each over its place in COPILOT_HOME
 
 
-def prepare(binary: Path, backend: CopilotSettings, state_dir: Path, base_env: dict[str, str]) -> Launch:
+def prepare(
+    binary: Path, program: Program, backend: CopilotSettings, state_dir: Path, base_env: dict[str, str]
+) -> Launch:
     """Folders created; the environment and credentials for one `copilot --headless --stdio`."""
     # With a provider of the user's own the CLI needs no GitHub token: none is given, so none reaches a tool.
     token = github_token(backend, base_env) if backend.provider is None else None
@@ -66,14 +70,16 @@ def prepare(binary: Path, backend: CopilotSettings, state_dir: Path, base_env: d
     home = state_dir / "copilot"
     copilot_home = home / "copilot-home"
     copilot_home.mkdir(parents=True, exist_ok=True)
-    env = isolated_env(home, base_env) | {"COPILOT_AUTO_UPDATE": "false"} | backend.env
+    env = isolated_env(home, base_env) | backend.env | program.env()
     produce_folder(config_folder(home), {f"copilot/{name}": content for name, content in CONTROL_ENTRIES.items()})
     given = shown_over(config_folder(home) / "copilot", {name: copilot_home / name for name in CONTROL_ENTRIES})
     if backend.provider is not None:
         assert backend.model is not None  # check_credentials
         env |= {"COPILOT_OFFLINE": "true", "COPILOT_PROVIDER_BASE_URL": backend.provider.base_url}
         env |= {"COPILOT_PROVIDER_TYPE": backend.provider.type, "COPILOT_MODEL": backend.model}
-    return Launch(binary=binary, env=env, copilot_home=copilot_home, github_token=token, home=home, given=given)
+    return Launch(
+        binary=binary, env=env, copilot_home=copilot_home, github_token=token, home=home, program=program, given=given
+    )
 
 
 def github_token(backend: CopilotSettings, base_env: dict[str, str]) -> str | None:

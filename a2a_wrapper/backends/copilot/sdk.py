@@ -61,7 +61,12 @@ def _connection(plan: Launch, sandbox: Sandbox | None) -> tuple[StdioRuntimeConn
     binary = Path(plan.binary).resolve()
     # No new session for the SDK's child otherwise: it would share the wrapper's terminal.
     wrapped = sandbox.wrap(
-        [str(binary)], plan.env, own=plan.writable, programs=[binary.parent], given=plan.given, new_session=True
+        [str(binary)],
+        plan.env,
+        own=plan.writable,
+        programs=[binary.parent, plan.program.folder],  # read-only: the code the CLI runs at each start
+        given=plan.given,
+        new_session=True,
     )
     bwrap, *arguments = wrapped.argv
     return RuntimeConnection.for_stdio(path=bwrap, args=arguments), wrapped.env

@@ -24,18 +24,37 @@ def safely(function):
         return f"{type(exc).__name__}: {exc}"
 
 
-# the other caller's files in the workspace, read and then overwritten
+# the other caller's files, read and then overwritten: in the workspace, and in any folder this tool can see up to
+# four levels above its own (her copy of the project, when each context has one, sits next to this one, under a
+# folder per caller); not the whole disk, so that a broken sandbox overwrites nothing of anyone else's
+walked = []
+
+
+def notes_anywhere(limit=300_000):
+    skipped = os.path.realpath(out)
+    for top, folders, files in os.walk(os.path.realpath("../../../.."), onerror=lambda error: None):
+        walked.append(top)
+        folders[:] = [f for f in folders if os.path.join(top, f) != skipped]
+        yield from (os.path.join(top, name) for name in files if name.endswith("-notes.txt"))
+        if len(walked) > limit:
+            return
+
+
 def workspace():
     found = []
-    for name in os.listdir("."):
-        if name.endswith("-notes.txt"):
-            found.append(open(name).read())
-            with open(name, "w") as file:
+    here = {os.path.realpath(name) for name in os.listdir(".") if name.endswith("-notes.txt")}
+    for path in sorted(here | set(notes_anywhere())):
+        try:
+            found.append(f"{path}: {open(path).read()}")
+            with open(path, "w") as file:
                 file.write("overwritten by another caller\n")
+        except OSError as exc:
+            found.append(f"{path}: {exc}")
     return "\n".join(found)
 
 
 write("workspace.txt", safely(workspace))
+write("walked.txt", "\n".join(walked))
 
 
 # the backend's storage: every file of its data and state folders, copied
