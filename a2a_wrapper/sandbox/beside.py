@@ -31,6 +31,7 @@ from a2a_wrapper.sandbox.trees import copy_anew
 
 # Run as a script (never imported: it imports its sibling `frames` as a top-level module).
 STAND_IN = Path(__file__).with_name("stand_in.py")
+GIVEN = "given"  # in the sockets folder: what the wrapper made for the backend to read, read-only there
 
 
 class SidecarBoundary(Sandbox):
@@ -87,6 +88,7 @@ class SidecarBoundary(Sandbox):
             folder.mkdir(parents=True, exist_ok=True)
         for source, place in given:
             copy_anew(source, place)
+        env = self._read_only_config(env, programs)
         port = free_port()  # the pod's network is one: a port of this start's own for the bridge's proxy
         spec = {"egress": str(self.wrapper_socket(EGRESS_SOCKET)), "proxy_port": port}
         inner = [os.path.realpath(sys.executable), "-I", "-S", bridge.__file__, json.dumps(spec), "--", *argv]
@@ -94,6 +96,18 @@ class SidecarBoundary(Sandbox):
         sidecar = str(socket_path(self._sidecar.folders))
         outer = [os.path.realpath(sys.executable), "-I", "-S", str(STAND_IN), sidecar, timeout, "--", *inner]
         return Wrapped(outer, {**env, **proxy_environment(port)})
+
+    def _read_only_config(self, env: dict[str, str], programs: Iterable[Path]) -> dict[str, str]:
+        """Each folder the wrapper made for the backend among `programs` (its config, in the backend's folders,
+        which the backend's container can write) copied anew into the sockets folder, read-only there, and the
+        variables naming it pointed at the copy: nothing a tool writes is loaded from it, in this run or the next."""
+        folders = self._sidecar.folders
+        for made in programs:
+            if made.is_dir() and folders in made.parents:
+                shown = self._sidecar.sockets / GIVEN / made.relative_to(folders)
+                copy_anew(made, shown)
+                env = {name: _moved(value, made, shown) for name, value in env.items()}
+        return env
 
     def describe(self) -> dict[str, Any]:
         runtime = self._sidecar
@@ -113,3 +127,10 @@ class SidecarBoundary(Sandbox):
                 "NetworkPolicy or the compose network bounds the rest",
             },
         }
+
+
+def _moved(value: str, old: Path, new: Path) -> str:
+    """`value` naming `old` or a path in it, as naming the same under `new`; any other value as it is."""
+    if value == str(old) or value.startswith(f"{old}/"):
+        return str(new) + value[len(str(old)) :]
+    return value

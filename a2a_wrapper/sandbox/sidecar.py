@@ -38,11 +38,14 @@ class Sidecar:
         self._path = socket_path(folders)
         self._reap_strays = reap_strays
         self._children: set[int] = set()
+        self._inode = 0
 
     async def serve(self) -> None:
         self._path.parent.mkdir(parents=True, exist_ok=True)
         self._path.unlink(missing_ok=True)
         server = await asyncio.start_unix_server(self._connection, self._path, limit=frames.MAX_HEAD)
+        os.chmod(self._path, 0o666)  # the wrapper's user may differ from this one
+        self._inode = os.lstat(self._path).st_ino
         log.info("sidecar: listening at %s (pid %d)", self._path, os.getpid())
         reaping = asyncio.create_task(self._reap_orphans()) if os.getpid() == 1 else None
         stopping = asyncio.Event()
@@ -88,8 +91,6 @@ class Sidecar:
         finally:
             self._children.discard(child.pid)
             writer.close()
-            if not self._children:
-                self._reap_stray_processes()
 
     async def _attend(
         self, child: asyncio.subprocess.Process, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
@@ -104,6 +105,9 @@ class Sidecar:
         await asyncio.wait([exited, commands], return_when=asyncio.FIRST_COMPLETED)
         _kill_group(child.pid)  # what it left in its session; all of it when the stand-in went away first
         code = await exited
+        self._children.discard(child.pid)
+        if not self._children:  # before the wrapper hears of the exit: it may start the next backend at once
+            self._reap_stray_processes()
         # What is still in the pipes; a process that left the session and holds them open is not waited for.
         await asyncio.wait(outputs, timeout=_DRAIN)
         commands.cancel()
@@ -115,9 +119,21 @@ class Sidecar:
             task.cancel()
 
     def _reap_stray_processes(self) -> None:
-        if self._reap_strays:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(-1, signal.SIGKILL)  # every process this user may signal but PID 1 and this one
+        if not self._reap_strays:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(-1, signal.SIGKILL)  # every process this user may signal but PID 1 and this one
+        if not self._still_ours():
+            # A tool put something else at the socket's path: nothing reaches this sidecar any more. Ending makes
+            # the container start afresh (its restart policy), binding the path anew.
+            log.error("sidecar: %s is no longer this sidecar's socket; exiting", self._path)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    def _still_ours(self) -> bool:
+        try:
+            return os.lstat(self._path).st_ino == self._inode
+        except FileNotFoundError:
+            return False
 
     async def _reap_orphans(self) -> None:
         """As PID 1: reap the zombies of processes not our own children (those asyncio's watcher reaps)."""
