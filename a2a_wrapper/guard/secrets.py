@@ -160,17 +160,18 @@ def _command_flag(commands: tuple[str, ...], flags: tuple[str, ...], joiner: Nod
     return Secret("credential", before=before, value=seq(NOT_PLACEHOLDER, cls(ARG)), tail=Tail(cls(ARG)))
 
 
-def _option(options: tuple[str, ...], joiner: Node, then: Node = EMPTY) -> Secret:
-    """The argument of one of `options` of any command (`--password X`, `-storepass X`), after `then` (`pass:`);
-    one that starts with `-` is the next option (`--password --other`)."""
-    before = seq(not_behind("[^ \\t]"), lit(*options), joiner, opt(cls(QUOTE)), then)
+def _option(option: Node, joiner: Node, then: Node = EMPTY) -> Secret:
+    """The argument of an `option` of any command (`--password X`, `-storepass X`), after `then` (`pass:`); one
+    that starts with `-` is the next option (`--password --other`). Options are written as one word and its
+    variants after it, not as a list of words: each word starting with `-` is one more try at every dash."""
+    before = seq(not_behind("[^ \\t]"), option, joiner, opt(cls(QUOTE)), then)
     return Secret("credential", before=before, value=seq(NOT_PLACEHOLDER, not_ahead("-"), cls(ARG)),
                   tail=Tail(cls(ARG)))  # fmt: skip
 
 
 SPACED, ATTACHED_OR_SPACED = run(WS, 1, 3), run(WS, 0, 3)
-PASSWORD_OPTIONS = ("--password", "--passwd", "--http-password", "--ftp-password", "--proxy-password", "--db-password",
-                    "--passphrase")  # fmt: skip
+# `--password`, `--passwd`, `--passphrase` (gpg), and wget's, curl's, ... `--http-password` and the like
+PASSWORD_OPTION = seq(lit("--"), opt(lit("http-", "ftp-", "proxy-", "db-")), lit("password", "passwd", "passphrase"))
 LONG_FLAG = alt(lit("="), SPACED)  # `--password=X` or `--password X`
 MONGO = ("mongo", "mongosh", "mongodump", "mongorestore", "mongoexport", "mongoimport", "mongofiles", "mongostat",
          "mongotop")  # fmt: skip
@@ -197,9 +198,11 @@ COMMAND_LINE = (
                                     run("[A-Za-z]", 0, 8, backtrack=True), lit("b"), run("[A-Za-z]", 0, 8), SPACED),
            value=seq(NOT_PLACEHOLDER, cls(ARG)), tail=Tail(cls("[^\\n;|&]"))),
     # any command's options (`--password-stdin`, `--passphrase-fd`, `-storepass:env` are other options)
-    _option(PASSWORD_OPTIONS, LONG_FLAG),
-    _option(("-storepass", "-keypass", "-srcstorepass", "-srckeypass", "-deststorepass", "-destkeypass"), SPACED),
-    _option(("-passin", "-passout", "-pass", "-password"), SPACED, then=lit("pass:")),  # openssl's `pass:X`
+    _option(PASSWORD_OPTION, LONG_FLAG),
+    # keytool's and jarsigner's `-storepass`, `-keypass`, `-srcstorepass`, `-destkeypass`, ...
+    _option(seq(lit("-"), opt(lit("src", "dest")), lit("storepass", "keypass")), SPACED),
+    # openssl's `-passin`, `-passout`, `-pass`, `-password` with `pass:X`
+    _option(seq(lit("-pass"), opt(lit("in", "out", "word"))), SPACED, then=lit("pass:")),
 )  # fmt: skip
 
 

@@ -302,4 +302,10 @@ ADVERSARIAL = {
     "dashes": "-" * 1_000_000,
     "an open key block": "-----BEGIN RSA PRIVATE KEY-----\n" + "12: a-b\n" * 120_000,
     "key headers only": "-----BEGIN RSA PRIVATE KEY-----" * 32_000,
+    "bot ids": "12345:A" * 150_000,
+    "bot ids and cut tokens": ("123456:A" + "b" * 31 + " ") * 25_000,
+    "openssl passes": "-passin pass:" * 80_000,
+    "batch flags": "htpasswd -b" * 90_000,
+    "command gaps": ("curl -H 'Authorization: Bearer " + "a1" * 20 + "' -u a:") * 12_000,
+    "webhook paths": "https://discord.com/api/webhooks/123456789012345678/" * 20_000,
 }
