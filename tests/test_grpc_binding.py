@@ -449,3 +449,32 @@ async def test_a_grpc_stream_outlasting_every_deadline_arrives_whole_and_the_cha
     assert seconds > 3  # about a second between words: longer than each deadline
     assert answer_text(events) == "word1 word2 word3 word4"
     assert final_state(events) == final_state(again) == "TASK_STATE_COMPLETED"
+
+
+@pytest.mark.slow
+async def test_a_number_json_has_not_is_refused_before_anything_runs_or_is_stored(
+    grpc_agent: ServedAgent, http: httpx.AsyncClient
+) -> None:
+    """gRPC carries Infinity and NaN as doubles; protobuf's JSON, in which tasks are stored and read, has neither:
+    a task holding one failed its write and every read (as 1e400 did on JSON-RPC and REST, refused at their edge)."""
+    port = grpc_port_of(await card_of(http, grpc_agent))
+    deep = struct_pb2.Value()
+    deep.list_value.values.add().struct_value.update({"deep": float("inf")})
+    holding = {
+        "metadata holds Infinity": Message(metadata={"n": float("inf")}),
+        "metadata holds -Infinity": Message(metadata={"n": float("-inf")}),
+        "metadata holds NaN": Message(metadata={"n": float("nan")}),
+        "parts[1].data holds Infinity": Message(parts=[Part(data=deep)]),  # after the text part
+        "parts[1].metadata holds NaN": Message(parts=[Part(text="hi", metadata={"n": float("nan")})]),
+    }
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel, asyncio.timeout(30):
+        stub = a2a_pb2_grpc.A2AServiceStub(channel)
+        for says, fields in holding.items():
+            message = text_message("hi")
+            message.MergeFrom(fields)
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await stub.SendMessage(SendMessageRequest(message=message))
+            assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT, refused.value.details()
+            assert f"The message's {says}: JSON has no such number" in (refused.value.details() or ""), says
+        listed = await stub.ListTasks(ListTasksRequest())
+    assert list(listed.tasks) == [], "nothing was run or stored"

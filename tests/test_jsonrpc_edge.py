@@ -41,6 +41,10 @@ def request(**fields: Any) -> bytes:
     return json.dumps({"jsonrpc": "2.0", "method": "GetTask", "params": {"id": "t"}, **fields}).encode()
 
 
+def rpc(params: bytes) -> bytes:
+    return b'{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":' + params + b"}"
+
+
 def error_info(reason: str) -> list[dict[str, Any]]:
     """A JSON-RPC error's `data` as a2a-sdk writes it for an A2A error."""
     info = {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason, "domain": "a2a-protocol.org"}
@@ -63,8 +67,15 @@ DETAILS = {-32600: error_info("INVALID_REQUEST"), -32009: error_info("VERSION_NO
         (request(id=1.5), -32600, "the id must be"),
         (request(id=True), -32600, "the id must be"),
         (request(id={"x": 1}), -32600, "the id must be"),
+        (rpc(b'{"metadata": {"n": -1e400}}'), -32700, "the number -1e400 is past a double's range"),
+        (rpc(b'{"n": 2e308}'), -32700, "the number 2e308 is past"),
+        (rpc(b'{"n": ' + b"1" * 400 + b"}"), -32700, "(400 characters) is past a double's range"),
+        (b'{"jsonrpc":"2.0","id":' + b"9" * 10_000 + b',"method":"GetTask"}', -32700, "(10000 characters) is past"),
     ],
-    ids=["bad-utf8", "nan", "infinity", "deep", "very-deep", "2^53", "huge-id", "float-id", "bool-id", "object-id"],
+    ids=[
+        *("bad-utf8", "nan", "infinity", "deep", "very-deep", "2^53", "huge-id", "float-id", "bool-id", "object-id"),
+        *("overflow", "just-past-the-range", "400-digits", "id-of-10k-digits"),
+    ],
 )
 async def test_what_cannot_be_a_request_gets_its_code_and_never_reaches_the_sdk(
     body: bytes, code: int, says: str
@@ -86,6 +97,8 @@ async def test_what_cannot_be_a_request_gets_its_code_and_never_reaches_the_sdk(
         request(id=-(2**53 - 1)),
         b'{"a": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[", "id": 1}',  # in a string
         b"not json at all",  # the SDK's own parse error
+        rpc(b'{"max": 1.7976931348623157e308, "min": -1e-400, "big": ' + b"9" * 308 + b"}"),  # within a double
+        rpc(b'{"text": "NaN, Infinity, 1e400 and ' + b"7" * 400 + b' in a string"}'),
     ],
 )
 async def test_a_well_formed_request_passes_as_sent(body: bytes) -> None:

@@ -1,5 +1,6 @@
-"""A REST body nested past the JSON depth limit gets 400 in the REST binding's error shape, as JSON-RPC refuses
-it with -32600; a body at the limit is parsed as before. Real HTTP against the real agent."""
+"""A REST body nested past the JSON depth limit, or holding a number no double holds, gets 400 in the REST binding's
+error shape, as JSON-RPC refuses them with its own codes; a body within both limits is parsed as before. Real HTTP
+against the real agent."""
 
 import time
 
@@ -28,6 +29,34 @@ async def test_a_rest_body_nested_a_thousand_deep_gets_400_not_500(agent: Served
     assert within.status_code == 400 and "nest past" not in within.json()["error"]["message"]
     answered = await http.post(agent.rest + "/message:send", json={"message": user_message("hi")}, headers=V1)
     assert answered.status_code == 200
+
+
+def with_metadata_number(number: bytes) -> bytes:
+    message = b'{"role": "ROLE_USER", "messageId": "m", "parts": [{"text": "hi"}], "metadata": {"n": ' + number + b"}}"
+    return b'{"message": ' + message + b"}"
+
+
+async def test_a_number_no_double_holds_gets_400_and_never_reaches_the_task_store(
+    agent: ServedAgent, http: httpx.AsyncClient
+) -> None:
+    """1e400 was read as Infinity into the stored task: the send and every later read of the task answered 500."""
+    refused = {
+        b"1e999999999": "the number 1e999999999 is past a double's range",
+        b"-1e400": "the number -1e400 is past a double's range",
+        b"7" * 10_000: "(10000 characters) is past a double's range",
+        b"NaN": "NaN is not JSON",
+    }
+    for number, says in refused.items():
+        sent = await http.post(agent.rest + "/message:send", content=with_metadata_number(number), headers=V1)
+        error = sent.json()["error"]
+        assert (sent.status_code, error["status"]) == (400, "INVALID_ARGUMENT"), number[:20]
+        assert error["message"].startswith("Invalid Request: ") and says in error["message"]
+    largest = b"1.7976931348623157e308"  # within the range: stored, and its task reads back
+    sent = await http.post(agent.rest + "/message:send", content=with_metadata_number(largest), headers=V1)
+    assert sent.status_code == 200, sent.text
+    task = sent.json()["task"]
+    read = await http.get(f"{agent.rest}/tasks/{task['id']}", headers=V1)
+    assert read.status_code == 200 and read.json()["id"] == task["id"]
 
 
 def test_depth_counts_brackets_outside_strings_only() -> None:

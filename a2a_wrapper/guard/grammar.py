@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 END = r"\Z"
 NEVER = r"(?!)"
+BEHIND = 5  # the most characters a look-behind examines: a stream keeps that many settled characters before the rest
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,8 +125,15 @@ def not_ahead(chars: str | Node) -> Node:
 
 
 def not_behind(chars: str) -> Node:
-    """The previous character is not in the class; a stream keeps one character of context for this."""
+    """The previous character is not in the class; a stream keeps `BEHIND` characters of context for this."""
     return Node(f"(?<!{chars})", NEVER, 0, 0)
+
+
+def behind(chars: str, count: int = 1) -> Node:
+    """The `count` previous characters are all in the class (at most `BEHIND`, the context a stream keeps)."""
+    if count > BEHIND:
+        raise ValueError(f"a look-behind of {count} characters, past the {BEHIND} a stream keeps")
+    return Node(f"(?<={chars}{{{count}}})", NEVER, 0, 0)
 
 
 def _firsts(start: Start) -> set[str]:

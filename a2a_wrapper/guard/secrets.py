@@ -19,6 +19,7 @@ from .grammar import (
     Tail,
     ahead,
     alt,
+    behind,
     cls,
     ends_with,
     first_chars,
@@ -108,6 +109,7 @@ def _token(kind: str, prefixes: tuple[str, ...], chars: str, length: int, *, exa
 
 B64 = "[A-Za-z0-9+/]"
 B64_RUN = "[A-Za-z0-9+/=]"
+SAS = "[A-Za-z0-9+/=%]"  # base64, percent-encoded in a URL
 # A private key's DER body, as a PEM body starts without its BEGIN line: a SEQUENCE whose first item is the
 # version INTEGER 0 or 1 (PKCS#1, PKCS#8, SEC1), at each length form; a certificate's or public key's first item
 # is another SEQUENCE. In base64 those bytes pin these characters. And OpenSSH's `openssh-key-v1` magic.
@@ -142,21 +144,43 @@ ARG = "[^\\s'\"`]"  # one character of a command-line argument, as far as the se
 LINE_GAP = run("[^\\n;|&]", 0, 80, backtrack=True)  # the rest of one command: its other arguments
 
 
+COMMAND = "[A-Za-z0-9_./-]"  # a character of a command's name: `mysql` is not the end of `/usr/bin/xmysql`
+
+
+def _command(*commands: str) -> Node:
+    """One of `commands` on a command line, as a whole word."""
+    return seq(not_behind(COMMAND), lit(*commands), not_ahead(COMMAND))
+
+
 def _command_flag(commands: tuple[str, ...], flags: tuple[str, ...], joiner: Node, *, user: bool = False) -> Secret:
     """The argument of one of `flags` given to one of `commands` on its command line (`mysql -u me -pX`); with
     `user`, the argument is `user:password` and the user is kept (`curl -u me:X`)."""
-    before = seq(not_behind("[A-Za-z0-9_./-]"), lit(*commands), LINE_GAP, cls(WS), lit(*flags), joiner,
+    before = seq(_command(*commands), LINE_GAP, cls(WS), lit(*flags), joiner,
                  opt(cls(QUOTE)), seq(run("[^\\s:'\"]", 1, 48), lit(":")) if user else EMPTY)  # fmt: skip
     return Secret("credential", before=before, value=seq(NOT_PLACEHOLDER, cls(ARG)), tail=Tail(cls(ARG)))
 
 
+def _option(option: Node, joiner: Node, then: Node = EMPTY) -> Secret:
+    """The argument of an `option` of any command (`--password X`, `-storepass X`), after `then` (`pass:`); one
+    that starts with `-` is the next option (`--password --other`). Options are written as one word and its
+    variants after it, not as a list of words: each word starting with `-` is one more try at every dash."""
+    before = seq(not_behind("[^ \\t]"), option, joiner, opt(cls(QUOTE)), then)
+    return Secret("credential", before=before, value=seq(NOT_PLACEHOLDER, not_ahead("-"), cls(ARG)),
+                  tail=Tail(cls(ARG)))  # fmt: skip
+
+
 SPACED, ATTACHED_OR_SPACED = run(WS, 1, 3), run(WS, 0, 3)
-PASSWORD_OPTIONS = ("--password", "--passwd", "--http-password", "--ftp-password", "--proxy-password", "--db-password")
+# `--password`, `--passwd`, `--passphrase` (gpg), and wget's, curl's, ... `--http-password` and the like
+PASSWORD_OPTION = seq(lit("--"), opt(lit("http-", "ftp-", "proxy-", "db-")), lit("password", "passwd", "passphrase"))
 LONG_FLAG = alt(lit("="), SPACED)  # `--password=X` or `--password X`
+MONGO = ("mongo", "mongosh", "mongodump", "mongorestore", "mongoexport", "mongoimport", "mongofiles", "mongostat",
+         "mongotop")  # fmt: skip
 COMMAND_LINE = (
     # `-pX`, attached (`-p X` asks for the password instead)
     _command_flag(("mysql", "mysqldump", "mysqladmin", "mysqlimport", "mysqlshow", "mysqlcheck", "mariadb",
-                   "mariadb-dump", "mysqlsh", "mongo", "mongosh", "mongodump", "mongorestore"), ("-p",), EMPTY),
+                   "mariadb-dump", "mysqlsh"), ("-p",), EMPTY),
+    # MongoDB's tools take `-p X` too; `-p` before another option asks for it
+    _command_flag(MONGO, ("-p",), alt(seq(SPACED, not_ahead("-")), EMPTY)),
     _command_flag(("curl",), ("-u", "--user", "-U", "--proxy-user"), alt(lit("="), ATTACHED_OR_SPACED), user=True),
     _command_flag(("sshpass",), ("-p",), ATTACHED_OR_SPACED),
     _command_flag(("docker login", "podman login", "buildah login", "skopeo login", "nerdctl login",
@@ -165,9 +189,20 @@ COMMAND_LINE = (
     _command_flag(("ldapsearch", "ldapadd", "ldapmodify", "ldapdelete", "ldapwhoami"), ("-w",), SPACED),
     _command_flag(("sqlcmd", "bcp"), ("-P",), SPACED),
     _command_flag(("smbclient",), ("-U", "--user"), alt(lit("="), SPACED)),  # `user%password`: both go
-    # any command's long option (`--password-stdin` and `--password-file` are other options)
-    Secret("credential", before=seq(not_behind("[^ \\t]"), lit(*PASSWORD_OPTIONS), LONG_FLAG, opt(cls(QUOTE))),
-           value=seq(NOT_PLACEHOLDER, not_ahead("-"), cls(ARG)), tail=Tail(cls(ARG))),
+    _command_flag(("openssl",), ("-k", "-K"), SPACED),  # `openssl enc -k X`: a password, `-K X`: the key itself
+    _command_flag(("zip", "zipcloak", "unzip"), ("-P",), SPACED),
+    _command_flag(("7z", "7za", "7zr"), ("-p",), EMPTY),
+    # htpasswd's batch mode (`-b`, with other letters) takes the password as its last argument, after a file and a
+    # user or (`-n`) a user alone: what follows the flags goes, whichever word the password is
+    Secret("credential", before=seq(_command("htpasswd"), LINE_GAP, cls(WS), lit("-"),
+                                    run("[A-Za-z]", 0, 8, backtrack=True), lit("b"), run("[A-Za-z]", 0, 8), SPACED),
+           value=seq(NOT_PLACEHOLDER, cls(ARG)), tail=Tail(cls("[^\\n;|&]"))),
+    # any command's options (`--password-stdin`, `--passphrase-fd`, `-storepass:env` are other options)
+    _option(PASSWORD_OPTION, LONG_FLAG),
+    # keytool's and jarsigner's `-storepass`, `-keypass`, `-srcstorepass`, `-destkeypass`, ...
+    _option(seq(lit("-"), opt(lit("src", "dest")), lit("storepass", "keypass")), SPACED),
+    # openssl's `-passin`, `-passout`, `-pass`, `-password` with `pass:X`
+    _option(seq(lit("-pass"), opt(lit("in", "out", "word"))), SPACED, then=lit("pass:")),
 )  # fmt: skip
 
 
@@ -187,7 +222,21 @@ SECRETS: tuple[Secret, ...] = (
     Secret("openai-key", seq(START, lit("sk-"), _digit_within("[A-Za-z_-]"), run(TOKEN, 20, 20)),
            tail=Tail(cls(TOKEN))),
     _token("slack-token", ("xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-"), "[A-Za-z0-9-]", 10),
-    _token("google-api-key", ("AIza",), TOKEN, 35, exact=True),
+    _token("google-api-key", ("AIza",), TOKEN, 35),
+    _token("huggingface-token", ("hf_", "api_org_"), ALNUM, 34),
+    _token("vault-token", ("hvs.", "hvb.", "hvr."), TOKEN, 24),
+    _token("digitalocean-token", ("dop_v1_", "doo_v1_", "dor_v1_"), ALNUM, 64),
+    _token("age-secret-key", ("AGE-SECRET-KEY-1",), "[A-Z0-9]", 32),
+    # `<bot id>:<secret>`, the id five digits or more: the id, public, is kept
+    Secret("telegram-bot-token", before=seq(behind("[0-9]", 5), lit(":")), value=seq(lit("A"), run(TOKEN, 32, 32)),
+           tail=Tail(cls(TOKEN))),
+    # webhook URLs: whoever has one posts as the integration (Slack's path is its secret, Discord's last part)
+    Secret("slack-webhook", before=seq(lit("hooks.slack.com/"), lit("services/", "workflows/", "triggers/")),
+           value=run("[A-Za-z0-9+/]", 43, 43), tail=Tail(cls("[A-Za-z0-9+/]"))),
+    Secret("discord-webhook", before=seq(lit("discord.com/api/", "discordapp.com/api/"),
+                                         opt(seq(lit("v"), run("[0-9]", 1, 2), lit("/"))), lit("webhooks/"),
+                                         run("[0-9]", 17, 20), lit("/")),
+           value=run(TOKEN, 32, 32), tail=Tail(cls(TOKEN))),
     _token("stripe-key", ("sk_live_", "rk_live_"), ALNUM, 16),
     _token("npm-token", ("npm_",), ALNUM, 36, exact=True),
     _token("pypi-token", ("pypi-",), TOKEN, 50),
@@ -197,6 +246,8 @@ SECRETS: tuple[Secret, ...] = (
     # Azure's connection strings: storage `AccountKey=`, Service Bus and Event Hubs `SharedAccessKey=`
     Secret("azure-key", before=lit("AccountKey=", "SharedAccessKey=", ci=True), value=run(B64_RUN, 16, 16),
            tail=Tail(cls(B64_RUN))),
+    # an Azure shared access signature's `sig=` (a SAS URL, or a connection string's `SharedAccessSignature=`)
+    Secret("azure-sas", before=lit("?sig=", "&sig="), value=run(SAS, 16, 16), tail=Tail(cls(SAS))),
     # a docker (or podman) config.json's registry login: base64 of `user:password`
     Secret("docker-auth", before=seq(lit('"auth"'), run(WS, 0, 3), lit(":"), run(WS, 0, 3), lit('"')),
            value=run(B64_RUN, 12, 12), tail=Tail(cls(B64_RUN))),
@@ -275,6 +326,29 @@ class Rules:
             pos = hit.start() + 1
         return None
 
+    def redact(self, text: str, offset: int = 0) -> tuple[str, list[Finding]]:
+        """`text` redacted by these rules, with what was replaced (its positions counted from `offset`)."""
+        parts: list[str] = []
+        findings: list[Finding] = []
+        pos = 0
+        while match := self.find(text, pos):
+            replaced, found, end = self.replace(text, match, offset)
+            parts += (text[pos : match.start()], replaced, text[end : match.end()])
+            findings += found
+            pos = match.end()
+        parts.append(text[pos:])
+        return "".join(parts), findings
+
+    def replace(self, text: str, match: re.Match[str], offset: int = 0) -> tuple[str, list[Finding], int]:
+        """What a match of `find` becomes up to the end of its value, the findings in it, and where the value ends.
+
+        The text the match keeps before its value is redacted on its own: a command line's other arguments may
+        hold credentials too (`curl -H "Authorization: Bearer X" -u me:Y`, `openssl -passin pass:X -k Y`)."""
+        index, secret = self.identify(match)
+        start, end = match.span(f"v{index}")
+        kept, findings = self.redact(text[match.start() : start], offset + match.start())
+        return kept + secret.marker, [*findings, Finding(secret.kind, offset + start, offset + end)], end
+
 
 SECRET_KEY = re.compile(rf"[\w.-]*{KEYWORD.rx}|(?i:authorization|proxy-authorization|cookie|set-cookie)")
 TABLE = Rules(SECRETS)
@@ -298,18 +372,7 @@ def use(rules: Rules) -> None:
 
 def redact(text: str) -> tuple[str, list[Finding]]:
     """`text` with every credential value replaced by `[REDACTED:<kind>]`, and what was replaced."""
-    rules = _active
-    parts: list[str] = []
-    findings: list[Finding] = []
-    pos = 0
-    while match := rules.find(text, pos):
-        index, secret = rules.identify(match)
-        start, end = match.span(f"v{index}")
-        parts += (text[pos:start], secret.marker, text[end : match.end()])
-        findings.append(Finding(secret.kind, start, end))
-        pos = match.end()
-    parts.append(text[pos:])
-    return "".join(parts), findings
+    return _active.redact(text)
 
 
 def redact_value(value: Any) -> Any:

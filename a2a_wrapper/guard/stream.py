@@ -8,7 +8,7 @@ characters are dropped as they arrive, so a long key block is never held in memo
 
 import dataclasses
 
-from .grammar import Tail
+from .grammar import BEHIND, Tail
 from .secrets import MAX_HOLD, Finding, Rules, active
 
 __all__ = ["MAX_HOLD", "StreamRedactor"]
@@ -19,7 +19,7 @@ class StreamRedactor:
 
     def __init__(self, rules: Rules | None = None) -> None:
         self._rules = rules or active()  # fixed for the stream: its hold-back depends on them
-        self._buf = ""  # text not yet settled, after at most one settled character kept for look-behind
+        self._buf = ""  # text not yet settled, after at most `BEHIND` settled characters kept for look-behinds
         self._pos = 0  # where the unsettled text starts in `_buf`
         self._offset = 0  # position of `_buf[0]` in the whole stream
         self._tail: Tail | None = None  # inside a secret's open tail: its characters are dropped
@@ -58,13 +58,13 @@ class StreamRedactor:
                 break
             # no entry could still change its mind anywhere up to and including this match's start
             index, secret = rules.identify(match)
-            start, end = match.span(f"v{index}")
-            out += (buf[pos:start], secret.marker, buf[end : match.end()])
-            self.findings.append(Finding(secret.kind, self._offset + start, self._offset + end))
+            replaced, found, end = rules.replace(buf, match, self._offset)
+            out += (buf[pos : match.start()], replaced, buf[end : match.end()])
+            self.findings += found
             pos = match.end()
             if secret.tail:
                 self._tail, pos = secret.tail, match.start(f"t{index}")
-        keep = max(pos - 1, 0)
+        keep = max(pos - BEHIND, 0)
         self._buf, self._pos, self._offset = buf[keep:], pos - keep, self._offset + keep
         return "".join(out)
 

@@ -35,6 +35,14 @@ AZURE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZ
 DOCKER_AUTH = "b2N0b2NhdDpnaHBfc2VjcmV0MTIz"  # base64 of octocat:ghp_secret123
 KUBE_KEY_DATA = "LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFcEFJQkFBS0NBUUVBMFozVlM1SkpjZHMzeGZuL3lnV3lGOFBi"
 ED25519_DER = "MC4CAQAwBQYDK2VwBCIEIDeadBeefDeadBeefDeadBeefDeadBeefDeadBeefDea"
+HUGGINGFACE = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh"
+SLACK_WEBHOOK = "T0A1B2C3D/B0E1F2G3H/" + "AbCdEfGhIjKlMnOpQrStUvWx"
+DISCORD_WEBHOOK = "112233445566778899/" + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0Uv-Wx_YzAb1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0"
+TELEGRAM = "123456789:" + "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
+VAULT = "hvs." + "CAESIJlWh2Pxe0RnlwPpY4dS2JdGZlJTn6e0pqsoTNazLMvQGh4KHGh2cy5CcEhGdzlHWUt1SmFnVDNQaURTa0l0bEI"
+DIGITALOCEAN = "dop_v1_" + "0123456789abcdef" * 4
+AZURE_SAS_SIG = "Yd3JbNlMgPxX%2BTq8zK0vWm1sR7cA9eH4uF6iL2oB5nE%3D"
+AGE = "AGE-SECRET-KEY-1" + "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L" + "QPZRY9X8GF2TVDW0S3JN54KHCE"
 
 
 def marker(kind: str) -> str:
@@ -142,6 +150,56 @@ REDACTED += [
     ("redis-cli -h db -a s3cret ping", f"redis-cli -h db -a {marker('credential')} ping"),
     ("ldapsearch -x -D cn=admin -w s3cret", f"ldapsearch -x -D cn=admin -w {marker('credential')}"),
     ("psql postgres://app:s3cret@db:5432/app", f"psql postgres://app:{marker('url-password')}@db:5432/app"),
+    ("mongosh -u admin -p s3cret --host db", f"mongosh -u admin -p {marker('credential')} --host db"),
+    ("mongodump -u admin -ps3cret", f"mongodump -u admin -p{marker('credential')}"),
+    (
+        "openssl pkcs12 -export -in c.pem -passin pass:s3cret -passout 'pass:0ther' -out c.p12",
+        f"openssl pkcs12 -export -in c.pem -passin pass:{marker('credential')} -passout 'pass:{marker('credential')}'"
+        " -out c.p12",
+    ),
+    ("openssl enc -aes-256-cbc -k s3cret -in f", f"openssl enc -aes-256-cbc -k {marker('credential')} -in f"),
+    ("gpg --batch --passphrase s3cret -d f.gpg", f"gpg --batch --passphrase {marker('credential')} -d f.gpg"),
+    (
+        "keytool -importkeystore -srcstorepass s3cret -deststorepass 0ther -keypass 3rd",
+        f"keytool -importkeystore -srcstorepass {marker('credential')} -deststorepass {marker('credential')}"
+        f" -keypass {marker('credential')}",
+    ),
+    ("htpasswd -bc /etc/nginx/.htpasswd admin s3cret", f"htpasswd -bc {marker('credential')}"),
+    ("htpasswd -nbB admin s3cret\nok", f"htpasswd -nbB {marker('credential')}\nok"),
+    ("zip -P s3cret out.zip f.txt; ls", f"zip -P {marker('credential')} out.zip f.txt; ls"),
+    ("7z a -ps3cret out.7z f.txt", f"7z a -p{marker('credential')} out.7z f.txt"),
+    # a credential among a command's other arguments, before the one its entry is anchored on
+    (
+        'curl -H "Authorization: Bearer abcdef1234567890abcdef" -u me:s3cret https://x',
+        f'curl -H "Authorization: Bearer {marker("auth-header")}" -u me:{marker("credential")} https://x',
+    ),
+    (f"mysql -h {GITHUB} -ps3cret db", f"mysql -h {marker('github-token')} -p{marker('credential')} db"),
+]
+
+# Vendor formats found by their prefix: the shape gitleaks gives, at least as long, in a wider alphabet (a value
+# glued to more text, cut short past the minimum, or of another alphabet than documented still goes).
+REDACTED += [
+    (f"HF_TOKEN_FILE has {HUGGINGFACE}\n", f"HF_TOKEN_FILE has {marker('huggingface-token')}\n"),
+    (
+        f"curl -d @m.json https://hooks.slack.com/services/{SLACK_WEBHOOK}",
+        f"curl -d @m.json https://hooks.slack.com/services/{marker('slack-webhook')}",
+    ),
+    (
+        f"https://discord.com/api/webhooks/{DISCORD_WEBHOOK}?wait=true",
+        f"https://discord.com/api/webhooks/{DISCORD_WEBHOOK.split('/')[0]}/{marker('discord-webhook')}?wait=true",
+    ),
+    (
+        f"https://api.telegram.org/bot{TELEGRAM}/getMe",
+        f"https://api.telegram.org/bot{TELEGRAM.split(':')[0]}:{marker('telegram-bot-token')}/getMe",
+    ),
+    (f"vault login {VAULT}", f"vault login {marker('vault-token')}"),
+    (f'"token": "{DIGITALOCEAN}"', f'"token": "{marker("credential")}"'),  # the key's name decides first
+    (f"doctl auth init -t {DIGITALOCEAN}", f"doctl auth init -t {marker('digitalocean-token')}"),
+    (
+        f"https://acct.blob.core.windows.net/c/b.txt?sv=2022-11-02&sr=b&sp=r&sig={AZURE_SAS_SIG}",
+        f"https://acct.blob.core.windows.net/c/b.txt?sv=2022-11-02&sr=b&sp=r&sig={marker('azure-sas')}",
+    ),
+    (f"# created: 2024\n{AGE}\n", f"# created: 2024\n{marker('age-secret-key')}\n"),
 ]
 
 # The line prefixes of numbered listings: a key read through any of them is still one key.
@@ -207,6 +265,24 @@ KEPT = [
     "docker login --password-stdin ghcr.io",
     'docker login -u me -p "$REGISTRY_PASSWORD" ghcr.io',
     "mysql --password-file=/run/secrets/db",
+    # near misses of the vendor formats: a prefix alone or cut short, a placeholder, an identifier
+    "AIzaSyA1234567890abcdefghijklmnopqrst is one character short",
+    "from huggingface_hub import hf_hub_download; hf_abcdefghijklmnopqrstuvwxyz012345",
+    "post to https://hooks.slack.com/services/T000/B000/XXXX",
+    "https://discord.com/api/webhooks/{webhook.id}/{webhook.token}",
+    "src/app.py:12:ASYNC_DATABASE_CONNECTION_POOL_SIZE_DEFAULT = 5",
+    "at 12:30 and 10234:Ab, also https://api.telegram.org/bot<token>/getMe",
+    "hvs.example and hvb.short are Vault's prefixes",
+    "dop_v1_" + "0123456789abcdef" * 3 + "0123456789abcde",
+    "https://acct.blob.core.windows.net/c?sig=abc&sig=${SAS_SIGNATURE}",
+    "age-keygen prints AGE-SECRET-KEY-1... to the key file",
+    "mongosh -u admin -p --host db",
+    "openssl rsa -in k.pem -passin env:KEY_PASS -passout file:pw.txt",
+    "openssl enc -d -kfile pw.txt -in f",
+    "gpg --passphrase-fd 0 --batch -d f.gpg",
+    "keytool -list -storepass:env STOREPASS",
+    "htpasswd -B -c /etc/nginx/.htpasswd admin",
+    "zip -r out.zip dir && unzip -l out.zip",
 ]
 
 
@@ -226,4 +302,10 @@ ADVERSARIAL = {
     "dashes": "-" * 1_000_000,
     "an open key block": "-----BEGIN RSA PRIVATE KEY-----\n" + "12: a-b\n" * 120_000,
     "key headers only": "-----BEGIN RSA PRIVATE KEY-----" * 32_000,
+    "bot ids": "12345:A" * 150_000,
+    "bot ids and cut tokens": ("123456:A" + "b" * 31 + " ") * 25_000,
+    "openssl passes": "-passin pass:" * 80_000,
+    "batch flags": "htpasswd -b" * 90_000,
+    "command gaps": ("curl -H 'Authorization: Bearer " + "a1" * 20 + "' -u a:") * 12_000,
+    "webhook paths": "https://discord.com/api/webhooks/123456789012345678/" * 20_000,
 }

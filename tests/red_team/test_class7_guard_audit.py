@@ -19,20 +19,6 @@ from a2a_wrapper.state.audit import AuditEntry, AuditLog, recent
 pytestmark = pytest.mark.slow
 
 MARK = "Rq7Zx2Lk9Vb4Np8Wm3Tf"  # no format's own shape: what must not be stored
-NOT_IN_TABLE = "guard: {} is not in the guard's own table (a maintained rule set, gitleaks for one, has it)"
-
-
-NOT_A_FLAG = "guard: {} is not among the command-line credentials the guard's table knows; the password is stored"
-
-
-def _gap(kind: str) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(strict=True, reason=NOT_IN_TABLE.format(kind))
-
-
-def _flag(kind: str) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(strict=True, reason=NOT_A_FLAG.format(kind))
-
-
 VARIANTS = [
     # formats the issue did not list, as a tool's output shows them
     pytest.param(f"slack says xoxb-123456789012-1234567890123-{MARK}abcd", id="slack-bot-token"),
@@ -43,30 +29,26 @@ VARIANTS = [
     pytest.param(f"git clone https://oauth2:{MARK}@gitlab.example/g/p.git", id="git-url-token"),
     pytest.param(f"eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.{MARK}abcdefghijk", id="jwt"),
     pytest.param(f"Authorization: Basic {base64.b64encode(f'me:{MARK}'.encode()).decode()}", id="basic-auth-header"),
-    pytest.param(f"key=AIzaSy{MARK}0123456789abcde", id="google-api-key", marks=_gap("a Google API key (AIza…)")),
-    pytest.param(f"HF_HUB=hf_{MARK}abcdefghijklmn", id="huggingface-token", marks=_gap("a Hugging Face token (hf_…)")),
+    pytest.param(f"key=AIzaSy{MARK}0123456789abcde", id="google-api-key"),
+    pytest.param(f"HF_HUB=hf_{MARK}abcdefghijklmn", id="huggingface-token"),
     pytest.param(
         f"https://hooks.slack.com/services/T00000000/B00000000/{MARK}abcd",
         id="slack-webhook-url",
-        marks=_gap("a Slack incoming-webhook URL"),
     ),
     pytest.param(
         f"https://discord.com/api/webhooks/123456789012345678/{MARK}{MARK}abcdefgh",
         id="discord-webhook-url",
-        marks=_gap("a Discord webhook URL"),
     ),
-    pytest.param(f"bot123456789:AAE{MARK}abcdefghijklmno", id="telegram-bot-token", marks=_gap("a Telegram bot token")),
-    pytest.param(f"vault: hvs.CAESI{MARK}{MARK}", id="vault-token", marks=_gap("a HashiCorp Vault token (hvs.…)")),
-    pytest.param(f"dop_v1_{MARK}{MARK}{MARK}abcd", id="digitalocean-token", marks=_gap("a DigitalOcean token")),
+    pytest.param(f"bot123456789:AAE{MARK}abcdefghijklmno", id="telegram-bot-token"),
+    pytest.param(f"vault: hvs.CAESI{MARK}{MARK}", id="vault-token"),
+    pytest.param(f"dop_v1_{MARK}{MARK}{MARK}abcd", id="digitalocean-token"),
     pytest.param(
         f"https://acct.blob.core.windows.net/c/b?sv=2020-08-04&ss=b&sig={MARK}abc%2Bdef%3D",
         id="azure-sas-signature",
-        marks=_gap("an Azure SAS URL's sig="),
     ),
     pytest.param(
         f"AGE-SECRET-KEY-1{MARK.upper()}QQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQ",
         id="age-secret-key",
-        marks=_gap("an age secret key"),
     ),
     # credentials on command lines, as the audit's target and the log's line carry them
     pytest.param(f"mysql --password={MARK} -u root app", id="mysql-password-flag"),
@@ -75,14 +57,12 @@ VARIANTS = [
     pytest.param(f"smbclient //fs/share -U admin%{MARK}", id="smbclient-user-percent"),
     pytest.param(f"ldapsearch -x -D cn=admin -w {MARK} -b dc=example", id="ldapsearch-w"),
     pytest.param(f"wget --user=me --password={MARK} https://example.org/f", id="wget-password"),
-    pytest.param(f"mongosh -u admin -p {MARK} --host db", id="mongosh-p", marks=_flag("mongosh/mongo -p PASSWORD")),
-    pytest.param(f"openssl rsa -in k.pem -passin pass:{MARK}", id="openssl-passin", marks=_flag("openssl pass:")),
-    pytest.param(f"gpg --batch --passphrase {MARK} -d f.gpg", id="gpg-passphrase", marks=_flag("gpg --passphrase")),
-    pytest.param(
-        f"keytool -list -keystore k.jks -storepass {MARK}", id="keytool-storepass", marks=_flag("keytool -storepass")
-    ),
-    pytest.param(f"htpasswd -b .htpasswd admin {MARK}", id="htpasswd-b", marks=_flag("htpasswd -b USER PASSWORD")),
-    pytest.param(f"zip -P {MARK} out.zip secret.txt", id="zip-P", marks=_flag("zip -P PASSWORD")),
+    pytest.param(f"mongosh -u admin -p {MARK} --host db", id="mongosh-p"),
+    pytest.param(f"openssl rsa -in k.pem -passin pass:{MARK}", id="openssl-passin"),
+    pytest.param(f"gpg --batch --passphrase {MARK} -d f.gpg", id="gpg-passphrase"),
+    pytest.param(f"keytool -list -keystore k.jks -storepass {MARK}", id="keytool-storepass"),
+    pytest.param(f"htpasswd -b .htpasswd admin {MARK}", id="htpasswd-b"),
+    pytest.param(f"zip -P {MARK} out.zip secret.txt", id="zip-P"),
 ]
 
 

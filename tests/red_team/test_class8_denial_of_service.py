@@ -93,27 +93,7 @@ async def _others_are_served(agent: ServedAgent) -> float:
     return time.monotonic() - started
 
 
-OVERFLOW = (
-    "denial of service: a number past a double's range (1e400) parses as Infinity into the message's metadata; the "
-    "task is stored, and serialising it fails (protobuf's JSON has no Infinity): 500, and every read of that task "
-    "fails alike; the JSON-RPC edge refuses the constants NaN/Infinity but not a number that overflows to them"
-)
-BIG_INT = (
-    "denial of service (minor): a JSON-RPC id of 10,000 digits passes the edge (its parse's ValueError is left to "
-    "the SDK), and the SDK's parse hits Python's 4,300-digit limit: an internal error (-32603), logged at ERROR per "
-    "request, instead of a parse error"
-)
-FAILING = {
-    "rest-exponent-overflow": OVERFLOW,
-    "jsonrpc-exponent-overflow": OVERFLOW,
-    "jsonrpc-id-of-10k-digits": BIG_INT,
-}
-
-
-@pytest.mark.parametrize(
-    "name",
-    [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=FAILING[n])) if n in FAILING else n for n in BODIES],
-)
+@pytest.mark.parametrize("name", BODIES)
 async def test_a_hostile_body_gets_a_prompt_refusal_and_leaves_others_served(served: ServedAgent, name: str) -> None:
     binding, body = BODIES[name]
     url = served.jsonrpc if binding == "jsonrpc" else served.rest + "/message:send"

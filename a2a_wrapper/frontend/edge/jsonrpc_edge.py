@@ -5,7 +5,9 @@ message; takes an id of any size; answers notifications; reads a 1.0 method sent
 answering "version '0.3' is not supported"; and answers a 0.3 method sent with `A2A-Version: 1.0` with -32603, an
 internal error (its 0.3 adapter has no code for the version error). Here, in order:
 
-- not UTF-8, or holding NaN or Infinity (which Python's parser takes, and JSON has not): -32700 (Parse error);
+- not UTF-8, or holding NaN or Infinity (which Python's parser takes, and JSON has not), or a number past a
+  double's range (which it reads as Infinity, or past 4,300 digits cannot read: a2a-sdk answered -32603 for an id
+  of 10,000 digits): -32700 (Parse error);
 - arrays and objects nested deeper than MAX_DEPTH (or than the parser takes): -32600;
 - an id that is neither a string, null nor an integer within ±(2^53 - 1) (what JSON numbers hold exactly): -32600;
 - a notification (no id): run as sent, answered with 204 and no body, as JSON-RPC 2.0 says;
@@ -27,6 +29,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from a2a_wrapper.frontend.edge.http_edge import read_body, replay
 from a2a_wrapper.frontend.edge.json_depth import TOO_DEEP, nests_past
+from a2a_wrapper.frontend.edge.json_numbers import NotJson, loads
 from a2a_wrapper.frontend.edge.version_param import is_0_x, version_header
 
 MAX_ID = 2**53 - 1
@@ -79,11 +82,11 @@ def _check(body: bytes, version: str) -> tuple[dict[str, Any] | None, bool]:
     except UnicodeDecodeError as exc:
         return _parse_error(f"Parse error: the body is not UTF-8 (byte {exc.start})"), False
     try:
-        request = _JSON.decode(text)
+        request = loads(text)
     except RecursionError:
         return _too_deep(), False
     except NotJson as exc:
-        return _parse_error(f"Parse error: {exc} is not JSON (RFC 8259 has no such number)"), False
+        return _parse_error(f"Parse error: {exc}"), False
     except ValueError:
         return None, False  # the SDK's own parse error
     if nests_past(body):
@@ -108,17 +111,6 @@ def _version_refusal(method: object, version: str, request_id: object) -> dict[s
         sentence = NEEDS_NO_VERSION.format(method=method, version=version, method_1_0=METHODS_0_3[method])
         return _version_error(sentence, request_id)
     return None
-
-
-class NotJson(ValueError):
-    """A constant Python's parser takes and JSON has not: NaN, Infinity, -Infinity."""
-
-
-def _not_json(constant: str) -> Any:
-    raise NotJson(constant)
-
-
-_JSON = json.JSONDecoder(parse_constant=_not_json)  # as json.loads, but for those constants
 
 
 def _parse_error(sentence: str) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 Every binding (JSON-RPC, REST, gRPC; 1.0 and 0.3) calls this one object, so each gets the same behaviour:
 
-- a message past the limits (frontend/handler/message_limits.py) is refused before anything runs or is stored;
+- a message past the limits (frontend/handler/message_limits.py), or holding a number JSON has not
+  (frontend/handler/message_numbers.py), is refused before anything runs or is stored;
 - so is a message that registers a webhook inline (`configuration.taskPushNotificationConfig`) while push is off:
   the SDK would run it and drop the webhook unsaid; here it gets PushNotificationNotSupported (JSON-RPC -32003,
   REST 400), as the push config methods do;
@@ -28,6 +29,7 @@ from a2a_wrapper.frontend.auth import caller_of
 from a2a_wrapper.frontend.handler.attempts import CLAIMED_TASK, Attempt, Attempts
 from a2a_wrapper.frontend.handler.delegating_handler import DelegatingHandler
 from a2a_wrapper.frontend.handler.message_limits import MessageLimits
+from a2a_wrapper.frontend.handler.message_numbers import check_numbers
 from a2a_wrapper.frontend.handler.retries import current_task, repeated_send, repeated_stream
 from a2a_wrapper.state.message_ledger import MessageKey, MessageLedger
 
@@ -75,6 +77,7 @@ class MessageHandler(DelegatingHandler):
 
     def _check(self, params: SendMessageRequest) -> None:
         self._limits.check(params.message)
+        check_numbers(params.message)
         if not self._pushes and params.configuration.HasField("task_push_notification_config"):
             raise PushNotificationNotSupportedError(
                 message="Push notifications are off on this agent (push.enabled: false): send the message without "
