@@ -19,6 +19,7 @@ from a2a_wrapper.backends.opencode.launch import free_port
 from a2a_wrapper.config.backends import ModelProvider, OpenCodeSettings
 from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSettings
 from a2a_wrapper.offline_model import MODEL_ID, SMALL_MODEL_ID, OfflineModel
+from tests.helpers.compose_fleet import Fleet, running_fleet
 from tests.helpers.postgres import PostgresServer, postgres_binaries, running_postgres
 from tests.helpers.served_app import served_app
 
@@ -142,3 +143,10 @@ def postgres() -> Iterator[PostgresServer]:
 def postgres_url(postgres: PostgresServer) -> str:
     """A fresh, empty database on the run's PostgreSQL."""
     return postgres.new_database()
+
+
+@pytest.fixture(scope="session")
+def compose_fleet() -> Iterator[Fleet]:
+    """The compose fleet (compose/docker-compose.yml) up once for the run: bringing it up takes minutes."""
+    with running_fleet() as fleet:
+        yield fleet

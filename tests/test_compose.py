@@ -6,7 +6,6 @@ Bringing it up needs a Docker engine (DOCKER_HOST), the image compose/build-imag
 
 import asyncio
 import json
-from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,6 @@ import yaml
 from a2a_wrapper.config.files import load_config
 from tests.helpers.a2a_wire import answer_text, send, task_answer
 from tests.helpers.compose_fleet import COMPOSE, FLEET_FILE, Fleet
-from tests.helpers.compose_fleet import running_fleet as fleet_up
 
 AGENTS = {"code-review": "opencode", "copilot-coder": "copilot", "acp-coder": "acp"}
 
@@ -95,14 +93,9 @@ def test_the_agents_configs_load(agent: str, kind: str) -> None:
     assert settings.state_dir == Path("/state") and settings.backend.workdir == Path("/workspace")
 
 
-@pytest.fixture
-def running_fleet() -> Iterator[Fleet]:
-    with fleet_up() as fleet:
-        yield fleet
-
-
 @pytest.mark.slow
-async def test_the_fleet_comes_up_and_answers_through_the_registry(running_fleet: Fleet) -> None:
+async def test_the_fleet_comes_up_and_answers_through_the_registry(compose_fleet: Fleet) -> None:
+    running_fleet = compose_fleet
     async with httpx.AsyncClient(timeout=120) as http:
         listing = (await http.get(f"http://127.0.0.1:{running_fleet.ports['REGISTRY']}/agents")).json()["agents"]
         agents = {agent["name"]: agent["url"] for agent in listing}

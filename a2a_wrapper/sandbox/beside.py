@@ -32,6 +32,7 @@ from a2a_wrapper.sandbox.trees import copy_anew
 # Run as a script (never imported: it imports its sibling `frames` as a top-level module).
 STAND_IN = Path(__file__).with_name("stand_in.py")
 GIVEN = "given"  # in the sockets folder: what the wrapper made for the backend to read, read-only there
+PROGRAMS = "programs"  # in the sockets folder: programs the wrapper unpacked for the backend (Copilot's package)
 
 
 class SidecarBoundary(Sandbox):
@@ -68,6 +69,10 @@ class SidecarBoundary(Sandbox):
     @property
     def shares_network(self) -> bool:
         return True
+
+    def programs_root(self) -> Path:
+        """In the sockets folder: the backend's container reads it, read-only, at the same path."""
+        return self._sidecar.sockets / PROGRAMS
 
     def wrap(
         self,

@@ -113,6 +113,11 @@ class Sandbox:
         """A socket of `wrapper_socket` as the backend sees it (a short path, whatever the state folder's)."""
         return SOCKETS_INSIDE / name
 
+    def programs_root(self) -> Path | None:
+        """Where a backend's program unpacked by the wrapper goes when the backend cannot read the default place
+        (None: the default, which a sandbox shows read-only)."""
+        return None
+
     @property
     def shares_network(self) -> bool:
         """Whether the backend is on the wrapper's own network (a port there is dialled directly, not served)."""

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from tests.helpers.a2a_wire import approval_of, final_state, stream
-from tests.helpers.compose_fleet import Fleet, running_fleet
+from tests.helpers.compose_fleet import Fleet
 from tests.helpers.tool_messages import answer_params, bash_params
 from tests.test_deploy_kubernetes import EXAMPLES, objects, render
 
@@ -45,27 +45,29 @@ ls -la /state /config > $out/state 2>&1; cat /state/state.db /config/config.yaml
 } > $out/sockets 2>&1
 { touch /usr/local/bin/planted; touch /etc/planted; touch /opt/a2a-wrapper/bin/planted; } > $out/system 2>&1
 ls -la /var/run/docker.sock /run/docker.sock > $out/engine 2>&1
+{ echo "$XDG_CONFIG_HOME"; mkdir -p "$XDG_CONFIG_HOME/opencode/plugin";
+  echo 'export const P = async () => ({})' > "$XDG_CONFIG_HOME/opencode/plugin/planted.js"; } > $out/config 2>&1
 echo done
 """
 
 
 @pytest.fixture(scope="module")
-def attacked() -> Iterator[tuple[Fleet, dict[str, str], str]]:
-    """The compose fleet up; the attack run by the code-review agent's backend, approved by its caller."""
-    with running_fleet() as fleet:
-        before = fleet.run("exec", "-T", "code-review", "stat", "-c", "%i", "/run/a2a-wrapper/hook.sock").stdout
-        asyncio.run(_approved(f"http://127.0.0.1:{fleet.ports['CODE_REVIEW']}/a2a/jsonrpc", ATTACK))
-        found = {}
-        for name in ("environs", "processes", "state", "sockets", "engine"):
-            read = fleet.run("exec", "-T", "code-review", "cat", f"/workspace/attack/{name}")
-            found[name] = read.stdout
-        after = fleet.run(
-            "exec", "-T", "code-review", "sh", "-c", "stat -c %i /run/a2a-wrapper/hook.sock; ls /run/a2a-wrapper"
-        )
-        found["sockets-after"] = after.stdout
-        planted = "ls /usr/local/bin/planted /etc/planted /opt/a2a-wrapper/bin/planted"
-        found["system"] = fleet.run("exec", "-T", "code-review-backend", "sh", "-c", planted).stderr
-        yield fleet, found, f"{before.strip()}\negress.sock\nhook.sock\n"
+def attacked(compose_fleet: Fleet) -> Iterator[tuple[Fleet, dict[str, str], str]]:
+    """The attack run by the code-review agent's backend in the compose fleet, approved by its caller."""
+    fleet = compose_fleet
+    before = fleet.run("exec", "-T", "code-review", "stat", "-c", "%i", "/run/a2a-wrapper/hook.sock").stdout
+    asyncio.run(_approved(f"http://127.0.0.1:{fleet.ports['CODE_REVIEW']}/a2a/jsonrpc", ATTACK))
+    found = {}
+    for name in ("environs", "processes", "state", "sockets", "engine", "config"):
+        read = fleet.run("exec", "-T", "code-review", "cat", f"/workspace/attack/{name}")
+        found[name] = read.stdout
+    after = fleet.run(
+        "exec", "-T", "code-review", "sh", "-c", "stat -c %i /run/a2a-wrapper/hook.sock; ls /run/a2a-wrapper"
+    )
+    found["sockets-after"] = after.stdout
+    planted = "ls /usr/local/bin/planted /etc/planted /opt/a2a-wrapper/bin/planted"
+    found["system"] = fleet.run("exec", "-T", "code-review-backend", "sh", "-c", planted).stderr
+    yield fleet, found, f"{before.strip()}\negress.sock\ngiven\nhook.sock\n"
 
 
 async def _approved(url: str, command: str) -> None:
@@ -110,6 +112,13 @@ def test_a_tool_writes_nothing_into_the_image(attacked) -> None:  # type: ignore
 def test_a_tool_finds_no_container_engine(attacked) -> None:  # type: ignore[no-untyped-def]
     _, found, _ = attacked
     assert found["engine"].count("No such file or directory") == 2, found["engine"]
+
+
+def test_a_tool_cannot_change_the_config_its_backend_loads(attacked) -> None:  # type: ignore[no-untyped-def]
+    _, found, _ = attacked
+    folder, *said = found["config"].splitlines()
+    assert folder.startswith("/run/a2a-wrapper/given/"), folder  # the wrapper's copy, in its read-only folder
+    assert "Read-only file system" in "\n".join(said), said
 
 
 @pytest.mark.parametrize("agent", COMPOSE_AGENTS)

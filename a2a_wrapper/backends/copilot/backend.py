@@ -53,7 +53,7 @@ class CopilotBackend:
 
     async def start(self) -> None:
         binary = self._settings.binary or find_binary("copilot")
-        program = await unpacked(binary)
+        program = await unpacked(binary, self._sandbox.programs_root() if self._sandbox else None)
         self._launch = launch.prepare(binary, program, self._settings, self._state_dir, dict(os.environ))
         self._settings.workdir.mkdir(parents=True, exist_ok=True)
         await self.spawn()

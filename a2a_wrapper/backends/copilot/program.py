@@ -46,17 +46,18 @@ def programs_root() -> Path:
     return cache / "a2a-wrapper" / "copilot-programs"
 
 
-def folder_for(binary: Path) -> Path:
+def folder_for(binary: Path, root: Path | None = None) -> Path:
     """The binary's own folder: a new or changed binary (path, size, time) gets a new one, never an old package."""
     resolved = binary.resolve()
     info = resolved.stat()
     key = hashlib.sha256(f"{resolved}\0{info.st_size}\0{info.st_mtime_ns}".encode()).hexdigest()[:16]
-    return programs_root() / key
+    return (root or programs_root()) / key
 
 
-async def unpacked(binary: Path) -> Program:
-    """The binary's package, unpacked by the loader itself (outside any sandbox) unless it is already."""
-    folder = folder_for(binary)
+async def unpacked(binary: Path, root: Path | None = None) -> Program:
+    """The binary's package, unpacked by the loader itself (outside any sandbox) unless it is already, under
+    `root` (default: `programs_root()`; a sidecar's is in the folder its backend's container reads, read-only)."""
+    folder = folder_for(binary, root)
     found = _complete(folder)
     if found is None:
         await _unpack(binary, folder)
