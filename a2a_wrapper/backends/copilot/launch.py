@@ -72,7 +72,8 @@ def prepare(
     copilot_home.mkdir(parents=True, exist_ok=True)
     env = isolated_env(home, base_env) | backend.env | program.env()
     produce_folder(config_folder(home), {f"copilot/{name}": content for name, content in CONTROL_ENTRIES.items()})
-    given = shown_over(config_folder(home) / "copilot", {name: copilot_home / name for name in CONTROL_ENTRIES})
+    places = {name: copilot_home / name for name in CONTROL_ENTRIES}
+    given = shown_over(config_folder(home) / "copilot", places, home)
     if backend.provider is not None:
         assert backend.model is not None  # check_credentials
         env |= {"COPILOT_OFFLINE": "true", "COPILOT_PROVIDER_BASE_URL": backend.provider.base_url}

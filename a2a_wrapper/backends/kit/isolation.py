@@ -15,7 +15,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from a2a_wrapper.sandbox.trees import remove_tree
+from a2a_wrapper.sandbox.trees import refuse_links, remove_tree
 
 # The union of what the three backends passed: locale and time zone for their output, certificates and proxies
 # for their model calls (Copilot's list was the longest; OpenCode and ACP agents take the same without harm).
@@ -64,7 +64,9 @@ def writable_folders(home: Path) -> list[Path]:
 
 
 def isolated_env(home: Path, host_env: Mapping[str, str]) -> dict[str, str]:
-    """The allow-listed host variables and the backend's own folders under `home` (the writable ones created)."""
+    """The allow-listed host variables and the backend's own folders under `home` (the writable ones created).
+    `home` and the two folders above it (a caller's folder, the callers' folder) are the wrapper's: none a link."""
+    refuse_links(home, home.parent.parent.parent)
     writable_folders(home)
     passed = {name: value for name, value in host_env.items() if name in PASSED_ENV}
     return passed | {name: str(home / folder) for name, folder in FOLDERS.items()}
@@ -87,11 +89,13 @@ def produce_folder(folder: Path, files: Files) -> None:
                 file.write(data)
 
 
-def shown_over(made: Path, places: Mapping[str, Path]) -> list[tuple[Path, Path]]:
+def shown_over(made: Path, places: Mapping[str, Path], home: Path) -> list[tuple[Path, Path]]:
     """(source, place) pairs: each `made / name` the wrapper made, to be shown read-only over `places[name]` in the
-    backend's own folders, where the backend would load code or settings from. Whatever a run left at a place (a
-    link, a folder where a file goes) is removed first, so the mount lands on the place itself."""
+    backend's own folders under `home`, where the backend would load code or settings from. Whatever a run left
+    at a place (a link, a folder where a file goes) is removed first, so the mount lands on the place itself; a
+    link above a place, between it and `home`, is refused."""
     for place in places.values():
+        refuse_links(place.parent, home)
         remove_tree(place)
     return [(made / name, place) for name, place in places.items()]
 

@@ -87,7 +87,7 @@ def prepare(
     home = home_of(state_dir)
     isolated = isolated_env(home, base_env)
     produce_folder(config_folder(home), config_files())
-    given = shown_over(config_folder(home), {name: home / place for name, place in CODE_PLACES.items()})
+    given = shown_over(config_folder(home), {name: home / place for name, place in CODE_PLACES.items()}, home)
     password = secrets.token_urlsafe(24)
     port = free_port()
     env = {
