@@ -105,10 +105,13 @@ def container_command(
     security = pod["securityContext"]
     command = [str(find_bwrap()), "--unshare-user", "--uid", str(security["runAsUser"])]
     command += ["--gid", str(security["runAsGroup"]), "--unshare-pid", "--unshare-ipc", "--as-pid-1"]
-    command += ["--die-with-parent", "--cap-drop", "ALL", "--clearenv", "--proc", "/proc", "--dev", "/dev", *image()]
+    command += ["--die-with-parent", "--cap-drop", "ALL", "--clearenv", "--proc", "/proc", "--dev", "/dev"]
     for mount in container["volumeMounts"]:
         how = "--ro-bind" if mount.get("readOnly") else "--bind"
         command += [how, str(volumes[mount["name"]]), mount["mountPath"]]
+    # The image after the volumes: this tree and its venv may live under /tmp here (a clone in CI), where the
+    # container has a volume of its own; in the image they are elsewhere.
+    command += image()
     if container["securityContext"]["readOnlyRootFilesystem"]:
         command += ["--remount-ro", "/"]
     for name, value in env.items():
