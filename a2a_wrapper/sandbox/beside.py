@@ -50,7 +50,7 @@ class SidecarBoundary(Sandbox):
         self._settings.backend.workdir.mkdir(parents=True, exist_ok=True)
         self._proxy = EgressProxy(self.wrapper_socket(EGRESS_SOCKET), self._egress, self._record, busy=self._busy)
         await self._proxy.start()
-        os.chmod(self.wrapper_socket(EGRESS_SOCKET), 0o666)  # the backend's user may differ from the wrapper's
+        os.chmod(self.wrapper_socket(EGRESS_SOCKET), 0o666)  # connectable whichever user the backend runs as
 
     async def stop(self) -> None:
         if self._proxy is not None:

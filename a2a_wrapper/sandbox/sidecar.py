@@ -44,7 +44,7 @@ class Sidecar:
         self._path.parent.mkdir(parents=True, exist_ok=True)
         self._path.unlink(missing_ok=True)
         server = await asyncio.start_unix_server(self._connection, self._path, limit=frames.MAX_HEAD)
-        os.chmod(self._path, 0o666)  # the wrapper's user may differ from this one
+        os.chmod(self._path, 0o666)  # connectable whichever user the wrapper runs as
         self._inode = os.lstat(self._path).st_ino
         log.info("sidecar: listening at %s (pid %d)", self._path, os.getpid())
         reaping = asyncio.create_task(self._reap_orphans()) if os.getpid() == 1 else None
