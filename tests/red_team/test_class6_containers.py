@@ -40,7 +40,8 @@ out=/workspace/attack; mkdir -p $out
 for f in /proc/[0-9]*/environ; do tr '\0' '\n' < $f; done > $out/environs 2>&1
 for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' < $f; echo; done > $out/processes 2>&1
 ls -la /state /config > $out/state 2>&1; cat /state/state.db /config/config.yaml >> $out/state 2>&1
-{ rm -f /run/a2a-wrapper/hook.sock; touch /run/a2a-wrapper/planted; mv /run/a2a-wrapper /run/moved;
+{ stat -c %i /run/a2a-wrapper/hook.sock;
+  rm -f /run/a2a-wrapper/hook.sock; touch /run/a2a-wrapper/planted; mv /run/a2a-wrapper /run/moved;
   python3 -c "import socket; socket.socket(socket.AF_UNIX).bind('/run/a2a-wrapper/impostor.sock')";
 } > $out/sockets 2>&1
 { touch /usr/local/bin/planted; touch /etc/planted; touch /opt/a2a-wrapper/bin/planted; } > $out/system 2>&1
@@ -55,7 +56,6 @@ echo done
 def attacked(compose_fleet: Fleet) -> Iterator[tuple[Fleet, dict[str, str], str]]:
     """The attack run by the code-review agent's backend in the compose fleet, approved by its caller."""
     fleet = compose_fleet
-    before = fleet.run("exec", "-T", "code-review", "stat", "-c", "%i", "/run/a2a-wrapper/hook.sock").stdout
     asyncio.run(_approved(f"http://127.0.0.1:{fleet.ports['CODE_REVIEW']}/a2a/jsonrpc", ATTACK))
     found = {}
     for name in ("environs", "processes", "state", "sockets", "engine", "config"):
@@ -67,7 +67,9 @@ def attacked(compose_fleet: Fleet) -> Iterator[tuple[Fleet, dict[str, str], str]
     found["sockets-after"] = after.stdout
     planted = "ls /usr/local/bin/planted /etc/planted /opt/a2a-wrapper/bin/planted"
     found["system"] = fleet.run("exec", "-T", "code-review-backend", "sh", "-c", planted).stderr
-    yield fleet, found, f"{before.strip()}\negress.sock\ngiven\nhook.sock\n"
+    # The hook's socket as the attack found it (the backend, stopped when idle, may have started anew for it).
+    before = found["sockets"].split("\n", 1)[0]
+    yield fleet, found, f"{before}\negress.sock\ngiven\nhook.sock\n"
 
 
 async def _approved(url: str, command: str) -> None:
