@@ -126,7 +126,8 @@ def test_the_pod_config_points_at_the_volume_and_the_service() -> None:
     assert config["backend"]["workdir"] == "/srv/a2a/workspace"
     assert "system_prompt_file" not in config["backend"]  # the file's text, inlined
     assert config["backend"]["system_prompt"] == (REPO / "agents/code-review/instructions.md").read_text()
-    assert config["runtime"] == {"kind": "sidecar", "sockets": "/run/a2a-wrapper", "folders": "/srv/a2a/backend"}
+    runtime = {"kind": "sidecar", "sockets": "/run/a2a-wrapper", "folders": "/srv/a2a/backend", "network": "shared"}
+    assert config["runtime"] == runtime  # a pod's containers share one network
     assert config["backend"]["provider"]["base_url"] == "${A2A_OFFLINE_MODEL_URL:-http://127.0.0.1:8765/v1}"
 
 

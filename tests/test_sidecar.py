@@ -6,13 +6,17 @@ backend's, and when it goes, the backend goes. The containers' part (separate PI
 sockets volume) is tried for real in tests/red_team/test_class6_containers.py, in docker.
 """
 
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -20,6 +24,7 @@ import pytest
 from a2a_wrapper.config.runtimes import SidecarRuntime
 from a2a_wrapper.offline_model import OfflineModel
 from a2a_wrapper.sandbox.beside import STAND_IN
+from a2a_wrapper.sandbox.bubblewrap import find_bwrap
 from a2a_wrapper.sandbox.sidecar import socket_path
 from tests.helpers.a2a_wire import final_state, stream
 from tests.helpers.behaviour import BACKENDS, Harness
@@ -31,12 +36,11 @@ A2A_WRAP = Path(sys.executable).with_name("a2a-wrap")
 KINDS = [b for b in BACKENDS if b.name in ("opencode", "copilot", "acp-opencode")]
 
 
-@pytest.fixture
-def sidecar(tmp_path: Path) -> Iterator[Path]:
-    """A sidecar serving `tmp_path/f`; its log in `tmp_path/sidecar.log`. Yields the folders path."""
+def _run_sidecar(tmp_path: Path, *prefix: str) -> Iterator[Path]:
+    """A sidecar serving `tmp_path/f`, its command after `prefix`; its log in `tmp_path/sidecar.log`."""
     folders = tmp_path / "f"
     log = (tmp_path / "sidecar.log").open("wb")
-    process = subprocess.Popen([A2A_WRAP, "sidecar", "--folders", str(folders)], stdout=log, stderr=log)
+    process = subprocess.Popen([*prefix, A2A_WRAP, "sidecar", "--folders", str(folders)], stdout=log, stderr=log)
     deadline = time.monotonic() + 30
     while not socket_path(folders).exists():
         assert process.poll() is None and time.monotonic() < deadline, (tmp_path / "sidecar.log").read_text()
@@ -49,14 +53,35 @@ def sidecar(tmp_path: Path) -> Iterator[Path]:
         log.close()
 
 
-def stand_in(folders: Path, *command: str, timeout: float = 10, **options: object) -> "subprocess.Popen[bytes]":
-    argv = [sys.executable, "-I", "-S", str(STAND_IN), str(socket_path(folders)), str(timeout), "--", *command]
+@pytest.fixture
+def sidecar(tmp_path: Path) -> Iterator[Path]:
+    """A sidecar on this network (as a pod's second container). Yields the folders path."""
+    yield from _run_sidecar(tmp_path)
+
+
+@pytest.fixture
+def apart(tmp_path: Path) -> Iterator[Path]:
+    """A sidecar in a network namespace of its own with loopback only (as compose's `network_mode: none`)."""
+    yield from _run_sidecar(tmp_path, str(find_bwrap()), "--dev-bind", "/", "/", "--unshare-net", "--die-with-parent")
+
+
+def stand_in(
+    folders: Path,
+    *command: str,
+    timeout: float = 10,
+    network: str = "shared",
+    fds: tuple[int, ...] = (),
+    **options: Any,
+) -> "subprocess.Popen[bytes]":
+    spec = {"socket": str(socket_path(folders)), "timeout": timeout, "network": network, "fds": list(fds)}
+    argv = [sys.executable, "-I", "-S", str(STAND_IN), json.dumps(spec), "--", *command]
     return subprocess.Popen(
         argv,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        **options,  # type: ignore[call-overload]
+        pass_fds=fds,
+        **options,
     )
 
 
@@ -117,6 +142,43 @@ def test_a_program_the_sidecar_cannot_start_is_a_sentence(sidecar: Path) -> None
     assert process.returncode == 127 and b"the sidecar did not start it: /no/such/program" in err, err
 
 
+@pytest.mark.parametrize(
+    ("fixture", "named", "sentence"),
+    [
+        ("sidecar", "none", b"runtime.network is none, but the backend's container shares the wrapper's network"),
+        ("apart", "shared", b"runtime.network is shared, but the backend's container has a network of its own"),
+    ],
+)
+def test_a_start_that_names_another_network_than_the_sidecars_is_refused(
+    fixture: str, named: str, sentence: bytes, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    folders = request.getfixturevalue(fixture)
+    ran = tmp_path / "ran"
+    with stand_in(folders, "touch", str(ran), network=named) as process:
+        _, err = process.communicate(timeout=30)
+    assert process.returncode == 127 and sentence in err, err
+    assert not ran.exists(), "nothing ran"
+
+
+def test_a_listening_socket_handed_over_reaches_the_command_at_the_wrappers_number(apart: Path) -> None:
+    """How the wrapper reaches a port in a network it cannot dial: the socket crosses by descriptor, and the
+    command finds it at the number the wrapper gave it (the number its arguments name)."""
+    ours, theirs = socket.socketpair()
+    number = 37
+    os.dup2(theirs.fileno(), number)
+    theirs.close()
+    try:
+        command = f"import os; os.write({number}, b'across ' + str(os.fstat({number}).st_mode).encode())"
+        with stand_in(apart, sys.executable, "-c", command, network="none", fds=(number,)) as process:
+            _, err = process.communicate(timeout=30)
+        assert process.returncode == 0, err
+        ours.settimeout(5)
+        assert ours.recv(100).startswith(b"across "), "written through the descriptor handed over"
+    finally:
+        os.close(number)
+        ours.close()
+
+
 @pytest.fixture
 async def model() -> AsyncIterator[OfflineModel]:
     async with OfflineModel() as offline_model:
@@ -124,19 +186,29 @@ async def model() -> AsyncIterator[OfflineModel]:
 
 
 @pytest.mark.parametrize("backend", KINDS, ids=[b.name for b in KINDS])
-async def test_each_kind_runs_its_backend_and_tools_in_the_sidecar(
-    backend, model: OfflineModel, sidecar: Path, tmp_path: Path, request: pytest.FixtureRequest
+async def test_each_kind_runs_its_backend_and_tools_in_the_sidecar_with_no_network_but_the_wrappers(
+    backend, model: OfflineModel, apart: Path, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:  # type: ignore[no-untyped-def]
+    """compose's layout: the backend's container has loopback only. The backend reaches the model (forwarded
+    through the egress proxy), the wrapper reaches OpenCode's port (a socket handed over), and a tool that dials
+    the wrapper's own port directly reaches nothing."""
     harness = Harness(backend, model, tmp_path, request.node)
-    runtime = SidecarRuntime(sockets=tmp_path / "s", folders=sidecar)
+    runtime = SidecarRuntime(sockets=tmp_path / "s", folders=apart, network="none")
     async with httpx.AsyncClient(timeout=120) as http, harness.serving(runtime=runtime, auto_approve=True) as served:
-        events = await stream(http, served.jsonrpc, bash_params(ANCESTRY, description="note"))
+        command = f"{ANCESTRY}; {DIAL % urlsplit(served.url).port} > dialled.txt 2>&1"
+        events = await stream(http, served.jsonrpc, bash_params(command, description="note"))
         assert final_state(events) == "TASK_STATE_COMPLETED", events[-1]
-    ancestry = (tmp_path / "state" / "workspace" / "ancestry.txt").read_text()
+    workspace = tmp_path / "state" / "workspace"
+    ancestry = (workspace / "ancestry.txt").read_text()
     # The tool descends from the sidecar (here a child of this test), not from the wrapper's stand-in.
     assert "a2a-wrap sidecar --folders" in ancestry and "stand_in.py" not in ancestry, ancestry
-    assert (sidecar / "tenants").is_dir(), "the backend's own folders are in runtime.folders"
+    assert "ConnectionRefusedError" in (workspace / "dialled.txt").read_text(), "the wrapper's port is not there"
+    assert (apart / "tenants").is_dir(), "the backend's own folders are in runtime.folders"
     assert not (tmp_path / "state" / "tenants").exists(), "and none in the wrapper's state folder"
+
+
+# A direct connection to a port of the wrapper's on loopback, as a tool ignoring the proxy would make it.
+DIAL = 'python3 -c \'import socket; socket.create_connection(("127.0.0.1", %d), 5); print("connected")\''
 
 
 # The command lines of the tool's process and each of its parents, one a line.

@@ -67,13 +67,20 @@ class DockerRuntime(Section):
 
 class SidecarRuntime(Section):
     """The backend in a container of its own beside the wrapper's: a compose service or a pod's second container,
-    running `a2a-wrap sidecar`, which starts what the wrapper asks it to. The two containers share the network (as
-    a pod's do) and exactly two volumes: `sockets`, the wrapper's, read-only in the backend's container, and
-    `folders`, the backend's own folders (and the copies of per-task workspaces), read-write in both; plus the
-    workspace. The wrapper's state, environment and processes are in its own container, out of the backend's
-    sight. One caller per agent: every backend the sidecar starts runs as the same user."""
+    running `a2a-wrap sidecar`, which starts what the wrapper asks it to. The two containers share exactly two
+    volumes: `sockets`, the wrapper's, read-only in the backend's container, and `folders`, the backend's own
+    folders (and the copies of per-task workspaces), read-write in both; plus the workspace. The wrapper's state,
+    environment and processes are in its own container, out of the backend's sight. One caller per agent: every
+    backend the sidecar starts runs as the same user."""
 
     kind: Literal["sidecar"] = "sidecar"
+    network: Literal["none", "shared"] = Field(
+        "none",
+        description="The backend's container's network. `none` (compose's `network_mode: none`): loopback only, "
+        "every connection through the wrapper's egress proxy, as in the host sandbox. `shared`: the wrapper's "
+        "container's (a pod's containers always share one), where a tool that ignores the proxy reaches what the "
+        "pod's network lets it. The sidecar refuses a start whose network is not the one named here.",
+    )
     sockets: Path = Field(
         Path("/run/a2a-wrapper"),
         description="The wrapper's sockets (the sidecar's link, the egress proxy, the tool hook): a volume the "

@@ -166,7 +166,8 @@ def _rewrite_runtime(agent: AgentSpec, data: dict[str, Any], config: PodConfig) 
 
 
 def _pod_runtime() -> dict[str, Any]:
-    return {"kind": "sidecar", "sockets": SOCKETS_MOUNT, "folders": BACKEND_FOLDERS}
+    # A pod's containers share one network: the sidecar refuses a start that says otherwise.
+    return {"kind": "sidecar", "sockets": SOCKETS_MOUNT, "folders": BACKEND_FOLDERS, "network": "shared"}
 
 
 def _section(data: dict[str, Any], key: str) -> dict[str, Any]:

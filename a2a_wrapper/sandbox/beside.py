@@ -1,16 +1,18 @@
 """The boundary of `runtime.kind: sidecar`: the backend in a container of its own beside the wrapper's.
 
-The two containers share the network (a pod's containers always do; compose joins them) and three folders at
-the same paths: the wrapper's sockets (`runtime.sockets`: the egress proxy, the tool hook; read-only in the
-backend's container, so nothing there can be replaced), the backend's own folders (`runtime.folders`) and the
-workspace. The wrapper's state folder, its environment and its processes are in its own container: no process
-of the backend's can see them (a PID namespace of its own), read them or reach them by a path.
+The two containers share three folders at the same paths: the wrapper's sockets (`runtime.sockets`: the egress
+proxy, the tool hook; read-only in the backend's container, so nothing there can be replaced), the backend's own
+folders (`runtime.folders`) and the workspace. The wrapper's state folder, its environment and its processes are
+in its own container: no process of the backend's can see them (a PID namespace of its own), read them or reach
+them by a path.
 
 Each backend process the wrapper starts is a stand-in here (stand_in.py), which has the sidecar start the real
-command there, under the same bridge a sandbox uses, so its HTTP clients go through the egress proxy. What a
-container cannot give that bubblewrap does is said in `describe`: the shield's masks and read-only paths in the
-workspace are not applied (the rules still decide each tool call), and a process there that ignores the proxy
-reaches what the pod's network lets it (the NetworkPolicy rendered with the pod; compose: the agent's network).
+command there, under the same bridge a sandbox uses. With `runtime.network: none` (compose) the backend's
+container has loopback only, as the host sandbox's namespace: every connection goes through the egress proxy,
+loopback endpoints are forwarded through it, and a port the backend serves (OpenCode's) is reached through a
+listening socket the wrapper makes in its sockets folder and hands over as a descriptor. With `shared` (a pod) a
+process that ignores the proxy reaches what the pod's network lets it (the NetworkPolicy rendered with the pod).
+What a container cannot give that bubblewrap does is said in `describe`.
 """
 
 import json
@@ -23,7 +25,7 @@ from typing import Any
 from a2a_wrapper.config.runtimes import SidecarRuntime
 from a2a_wrapper.ports import free_port
 from a2a_wrapper.sandbox import bridge
-from a2a_wrapper.sandbox.boundary import Sandbox, Wrapped
+from a2a_wrapper.sandbox.boundary import Sandbox, Wrapped, listening_socket
 from a2a_wrapper.sandbox.egress import EgressProxy
 from a2a_wrapper.sandbox.plan import EGRESS_SOCKET, proxy_environment
 from a2a_wrapper.sandbox.sidecar import socket_path
@@ -31,6 +33,7 @@ from a2a_wrapper.sandbox.trees import copy_anew
 
 # Run as a script (never imported: it imports its sibling `frames` as a top-level module).
 STAND_IN = Path(__file__).with_name("stand_in.py")
+SERVED = "served"  # in the sockets folder: the listening sockets through which the wrapper reaches ports inside
 GIVEN = "given"  # in the sockets folder: what the wrapper made for the backend to read, read-only there
 PROGRAMS = "programs"  # in the sockets folder: programs the wrapper unpacked for the backend (Copilot's package)
 
@@ -64,11 +67,13 @@ class SidecarBoundary(Sandbox):
         return self.wrapper_socket(name)
 
     def served_socket(self, name: str) -> Path:
-        raise NotImplementedError("the sidecar shares the wrapper's network: a port there is dialled directly")
+        """In the sockets folder: read-only in the backend's container, so nothing there replaces it (a tool that
+        connects reaches its own backend's port, as it does inside)."""
+        return self._sidecar.sockets / SERVED / name
 
     @property
     def shares_network(self) -> bool:
-        return True
+        return self._sidecar.network == "shared"
 
     def programs_root(self) -> Path:
         """In the sockets folder: the backend's container reads it, read-only, at the same path."""
@@ -94,13 +99,23 @@ class SidecarBoundary(Sandbox):
         for source, place in given:
             copy_anew(source, place)
         env = self._read_only_config(env, programs)
-        port = free_port()  # the pod's network is one: a port of this start's own for the bridge's proxy
-        spec = {"egress": str(self.wrapper_socket(EGRESS_SOCKET)), "proxy_port": port}
+        port = free_port()  # a pod's network is one: a port of this start's own for the bridge's proxy
+        spec: dict[str, Any] = {"egress": str(self.wrapper_socket(EGRESS_SOCKET)), "proxy_port": port}
+        handed: list[int] = []
+        if not self.shares_network:  # loopback only there: endpoints forwarded, served ports handed over
+            spec["forward"] = [[forward.port, forward.target] for forward in self._forwards]
+            (self._sidecar.sockets / SERVED).mkdir(mode=0o755, exist_ok=True)
+            spec["serve"] = [[listening_socket(self.served_socket(name)).detach(), inside] for name, inside in serve]
+            handed = [descriptor for descriptor, _ in spec["serve"]]
         inner = [os.path.realpath(sys.executable), "-I", "-S", bridge.__file__, json.dumps(spec), "--", *argv]
-        timeout = str(self._sidecar.connect_timeout)
-        sidecar = str(socket_path(self._sidecar.folders))
-        outer = [os.path.realpath(sys.executable), "-I", "-S", str(STAND_IN), sidecar, timeout, "--", *inner]
-        return Wrapped(outer, {**env, **proxy_environment(port)})
+        stand_in = {
+            "socket": str(socket_path(self._sidecar.folders)),
+            "timeout": self._sidecar.connect_timeout,
+            "network": self._sidecar.network,
+            "fds": handed,
+        }
+        outer = [os.path.realpath(sys.executable), "-I", "-S", str(STAND_IN), json.dumps(stand_in), "--", *inner]
+        return Wrapped(outer, {**env, **proxy_environment(port)}, tuple(handed))
 
     def _read_only_config(self, env: dict[str, str], programs: Iterable[Path]) -> dict[str, str]:
         """Each folder the wrapper made for the backend among `programs` (its config, in the backend's folders,
@@ -125,12 +140,22 @@ class SidecarBoundary(Sandbox):
             "not_applied": [
                 "the shield's masks and read-only paths in the workspace (the rules still decide each tool call)"
             ],
-            "network": {
+            "network": self._network(),
+        }
+
+    def _network(self) -> dict[str, Any]:
+        allowed = sorted(map(str, self._endpoints)) + self._sidecar.hosts
+        if self.shares_network:
+            return {
                 "shared": "the wrapper's container's (as a pod's containers share it)",
-                "allowed": sorted(map(str, self._endpoints)) + runtime.hosts,
+                "allowed": allowed,
                 "other_hosts": "decided at the egress proxy for clients that use it (HTTP_PROXY); the pod's "
-                "NetworkPolicy or the compose network bounds the rest",
-            },
+                "NetworkPolicy bounds the rest",
+            }
+        return {
+            "own": "loopback only (the backend's container has no network)",
+            "allowed": allowed,
+            "other_hosts": "decided at the egress proxy, the only way out",
         }
 
 

@@ -148,7 +148,7 @@ class Sandbox:
         for path in plan.writable:
             path.mkdir(parents=True, exist_ok=True)  # a bind needs its source
         plan.overlays = [(Path(source), Path(path)) for source, path in given]
-        listening = [(_listening(self.served_socket(name)), port) for name, port in serve]
+        listening = [(listening_socket(self.served_socket(name)), port) for name, port in serve]
         plan.serve = [(held.detach(), port) for held, port in listening]
         argv = plan.command(self._bwrap, argv, new_session=new_session)
         return Wrapped(argv, {**env, **plan.environment()}, tuple(descriptor for descriptor, _ in plan.serve))
@@ -311,7 +311,7 @@ def describe_runtime(settings: AgentSettings, sandbox: Sandbox | None) -> dict[s
     return Sandbox(settings, None, None).describe()
 
 
-def _listening(path: Path) -> socket.socket:
+def listening_socket(path: Path) -> socket.socket:
     """A Unix socket listening at `path` (one an earlier start left is replaced), inheritable for the bridge."""
     path.unlink(missing_ok=True)
     listening = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -1,5 +1,6 @@
-"""The framing between a stand-in (the wrapper's side) and the sidecar (the backend's container): after one JSON
-line saying what to run, typed frames both ways, each a kind byte, a 4-byte big-endian length and the payload.
+"""The framing between a stand-in (the wrapper's side) and the sidecar (the backend's container): after a first
+byte carrying the descriptors handed over and one JSON line saying what to run, typed frames both ways, each a
+kind byte, a 4-byte big-endian length and the payload.
 
 Only the standard library: the stand-in imports it as its sibling module, under `python -I -S`.
 """
@@ -7,6 +8,7 @@ Only the standard library: the stand-in imports it as its sibling module, under 
 import asyncio
 import struct
 
+HELLO = b"h"  # stand-in -> sidecar: the connection's first byte, alone, carrying the descriptors (SCM_RIGHTS)
 STDIN = b"i"  # stand-in -> sidecar: bytes for the child's stdin
 STDIN_END = b"e"  # stand-in -> sidecar: the child's stdin closed
 SIGNAL = b"s"  # stand-in -> sidecar: a signal number, as text

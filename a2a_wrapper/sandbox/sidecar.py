@@ -5,6 +5,11 @@ It listens at `<folders>/sidecar.sock`, in the backend's own folder: a socket of
 nothing of the wrapper's trusts (a tool could replace it, and would then only be talking to its own backend's
 wrapper side as the backend already does). What the wrapper trusts is in its sockets folder, read-only here.
 
+A start names the network it expects (runtime.network): one that is not this container's is refused with a
+sentence, before anything runs. The listening sockets a stand-in hands over (how the wrapper reaches a port of
+the backend's when the networks are apart) come with the connection's first byte and reach the child at the
+numbers the wrapper gave them (renumber.py), never by a path.
+
 Each child runs in a session of its own. When its connection closes first (the wrapper stopped it, or went
 away), its whole group is killed. With `--reap-strays` (the container's command: never on a host, where it
 would reach the user's other processes), once no child runs, every other process of the container's user is
@@ -18,6 +23,8 @@ import json
 import logging
 import os
 import signal
+import socket
+import sys
 from pathlib import Path
 
 from a2a_wrapper.sandbox import frames
@@ -25,6 +32,10 @@ from a2a_wrapper.sandbox import frames
 log = logging.getLogger(__name__)
 
 SOCKET = "sidecar.sock"
+# Run as a script in front of a command given descriptors (never imported).
+RENUMBER = Path(__file__).with_name("renumber.py")
+_MAX_HANDED = 16
+_HELLO_TIMEOUT = 10.0  # seconds: a stand-in sends its first byte at once
 _CHUNK = 65536
 _DRAIN = 2.0  # seconds
 
@@ -38,14 +49,19 @@ class Sidecar:
         self._path = socket_path(folders)
         self._reap_strays = reap_strays
         self._children: set[int] = set()
+        self._attending: set[asyncio.Task[None]] = set()
         self._inode = 0
 
     async def serve(self) -> None:
         self._path.parent.mkdir(parents=True, exist_ok=True)
         self._path.unlink(missing_ok=True)
-        server = await asyncio.start_unix_server(self._connection, self._path, limit=frames.MAX_HEAD)
+        listening = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listening.bind(str(self._path))
+        listening.listen(64)
+        listening.setblocking(False)
         os.chmod(self._path, 0o666)  # connectable whichever user the wrapper runs as
         self._inode = os.lstat(self._path).st_ino
+        accepting = asyncio.create_task(self._accept(listening))
         log.info("sidecar: listening at %s (pid %d)", self._path, os.getpid())
         reaping = asyncio.create_task(self._reap_orphans()) if os.getpid() == 1 else None
         stopping = asyncio.Event()
@@ -55,19 +71,48 @@ class Sidecar:
         try:
             await stopping.wait()
         finally:
-            server.close()
+            accepting.cancel()
+            listening.close()
             for pid in list(self._children):
                 _kill_group(pid)
             if reaping is not None:
                 reaping.cancel()
             log.info("sidecar: stopped")
 
-    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _accept(self, listening: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            connection, _ = await loop.sock_accept(listening)
+            attending = asyncio.create_task(self._accepted(connection))
+            self._attending.add(attending)
+            attending.add_done_callback(self._attending.discard)
+
+    async def _accepted(self, connection: socket.socket) -> None:
+        """The first byte and the descriptors it carries, then the connection as streams."""
+        try:
+            handed = await asyncio.wait_for(_hello(connection), _HELLO_TIMEOUT)
+            reader, writer = await asyncio.open_unix_connection(sock=connection, limit=frames.MAX_HEAD)
+        except (OSError, ValueError) as exc:  # a timeout too
+            log.warning("sidecar: a connection that did not begin as a stand-in's: %s", exc)
+            connection.close()
+            return
+        try:
+            await self._connection(reader, writer, handed)
+        finally:
+            for descriptor in handed:
+                with contextlib.suppress(OSError):
+                    os.close(descriptor)
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, handed: list[int]) -> None:
         try:
             head = json.loads(await reader.readline())
             argv, env, cwd = list(head["argv"]), dict(head["env"]), str(head["cwd"])
+            argv = _renumbered(argv, handed, [int(number) for number in head["fds"]])
+            refusal = _network_refusal(head["network"])
         except (ValueError, KeyError, TypeError, asyncio.LimitOverrunError) as exc:
-            writer.write(frames.frame(frames.FAILED, f"a head that is not a command: {exc}".encode()))
+            refusal = f"a head that is not a command: {exc}"
+        if refusal:
+            writer.write(frames.frame(frames.FAILED, refusal.encode()))
             writer.close()
             return
         try:
@@ -79,11 +124,15 @@ class Sidecar:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
+                pass_fds=handed,
             )
         except OSError as exc:
             writer.write(frames.frame(frames.FAILED, f"{argv[0]}: {exc}".encode()))
             writer.close()
             return
+        for descriptor in handed:  # the child's now
+            os.close(descriptor)
+        handed.clear()
         log.info("sidecar: started %s (pid %d)", argv[0], child.pid)
         self._children.add(child.pid)
         try:
@@ -141,6 +190,58 @@ class Sidecar:
             await asyncio.sleep(1)
             while _reap_one_orphan(self._children):
                 pass
+
+
+async def _hello(connection: socket.socket) -> list[int]:
+    """The descriptors the connection's first byte carries (a stand-in's hello), waited for without blocking."""
+    loop = asyncio.get_running_loop()
+    while True:
+        try:
+            data, handed, flags, _ = socket.recv_fds(connection, 1, _MAX_HANDED)
+        except BlockingIOError:
+            readable = loop.create_future()
+            loop.add_reader(connection.fileno(), readable.set_result, None)
+            try:
+                await readable
+            finally:
+                loop.remove_reader(connection.fileno())
+            continue
+        if data != frames.HELLO or flags & socket.MSG_CTRUNC:
+            for descriptor in handed:
+                os.close(descriptor)
+            raise ValueError(f"a first byte {data!r} with {len(handed)} descriptors (flags {flags:#x})")
+        return handed
+
+
+def _renumbered(argv: list[str], handed: list[int], numbers: list[int]) -> list[str]:
+    """`argv` run so that each descriptor handed over has, in it, the number the wrapper's side gave it."""
+    if len(handed) != len(numbers):
+        raise ValueError(f"{len(handed)} descriptors handed over for the {len(numbers)} the head names")
+    if not handed:
+        return argv
+    if min(numbers) < 3:
+        raise ValueError(f"descriptor numbers {numbers}: 0, 1 and 2 are the command's stdin, stdout and stderr")
+    pairs = ",".join(f"{have}:{want}" for have, want in zip(handed, numbers, strict=True))
+    return [os.path.realpath(sys.executable), "-I", "-S", str(RENUMBER), pairs, "--", *argv]
+
+
+def _network_refusal(network: dict) -> str:  # type: ignore[type-arg]
+    """Why a start that expects `network` must not run in this container, or ''."""
+    mode, theirs = str(network["mode"]), int(network["namespace"])
+    shared = theirs == os.stat("/proc/self/ns/net").st_ino
+    if mode == "none" and shared:
+        return (
+            "runtime.network is none, but the backend's container shares the wrapper's network (as a pod's "
+            "containers do): set runtime.network: shared, or give the backend's container no network"
+        )
+    if mode == "shared" and not shared:
+        return (
+            "runtime.network is shared, but the backend's container has a network of its own: set "
+            "runtime.network: none (compose: network_mode: none on the backend's service)"
+        )
+    if mode not in ("none", "shared"):
+        return f"runtime.network {mode!r} is neither none nor shared"
+    return ""
 
 
 async def _pipe_out(stream: asyncio.StreamReader, writer: asyncio.StreamWriter, kind: bytes) -> None:

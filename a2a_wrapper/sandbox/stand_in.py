@@ -5,16 +5,20 @@ stdout and stderr, the signals it gets and its exit code. It hands all of them t
 socket and passes the answer back, so Copilot's SDK, ACP's stdio and OpenCode's start alike run unchanged.
 
 What comes back is the backend's: bytes and an exit code, nothing the stand-in acts on. It holds nothing of the
-wrapper's but what the backend is given anyway (its environment).
+wrapper's but what the backend is given anyway (its environment), and the listening sockets the wrapper hands the
+bridge (`fds`): passed to the sidecar with the connection's first byte (SCM_RIGHTS), never by a path.
 
 Only the standard library: it runs with `python -I -S`, before and apart from the wrapper's packages.
-usage: stand_in.py SOCKET CONNECT_TIMEOUT -- COMMAND...
+usage: stand_in.py SPEC_JSON -- COMMAND...
+  SPEC_JSON: {"socket": the sidecar's, "timeout": seconds to wait for it, "network": "none" | "shared",
+              "fds": descriptors to pass on, each at the same number in the command}
 """
 
 import asyncio
 import json
 import os
 import signal
+import socket
 import sys
 import time
 
@@ -26,13 +30,20 @@ _LOST = 255
 _RETRY = 0.25
 
 
-async def _connect(path: str, timeout: float) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """The sidecar's socket, retried until `timeout` (its container may start after the wrapper's)."""
+async def _connect(path: str, timeout: float, fds: list[int]) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """The sidecar's socket, retried until `timeout` (its container may start after the wrapper's); its first
+    byte carries `fds`."""
     deadline = time.monotonic() + timeout
+    loop = asyncio.get_running_loop()
     while True:
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        connection.setblocking(False)
         try:
-            return await asyncio.open_unix_connection(path, limit=frames.MAX_HEAD)
+            await loop.sock_connect(connection, path)
+            socket.send_fds(connection, [frames.HELLO], fds)  # an empty socket buffer: never blocks
+            return await asyncio.open_unix_connection(sock=connection, limit=frames.MAX_HEAD)
         except OSError as exc:
+            connection.close()
             if time.monotonic() >= deadline:
                 raise ConnectionError(
                     f"no sidecar answers at {path} after {timeout:.0f} s ({exc.strerror or exc}): is the backend's "
@@ -62,13 +73,17 @@ def _write_all(descriptor: int, data: bytes) -> None:
         view = view[os.write(descriptor, view) :]
 
 
-async def _run(path: str, timeout: float, argv: list[str]) -> int:
+async def _run(spec: dict, argv: list[str]) -> int:  # type: ignore[type-arg]
+    fds = [int(number) for number in spec.get("fds", [])]
     try:
-        reader, writer = await _connect(path, timeout)
+        reader, writer = await _connect(spec["socket"], float(spec["timeout"]), fds)
     except ConnectionError as exc:
         print(f"stand-in: {exc}", file=sys.stderr, flush=True)
         return _NO_START
-    head = {"argv": argv, "env": dict(os.environ), "cwd": os.getcwd()}
+    for descriptor in fds:
+        os.close(descriptor)  # the sidecar's now: the bridge alone accepts on them
+    network = {"mode": spec["network"], "namespace": os.stat("/proc/self/ns/net").st_ino}
+    head = {"argv": argv, "env": dict(os.environ), "cwd": os.getcwd(), "fds": fds, "network": network}
     writer.write(json.dumps(head).encode() + b"\n")
     loop = asyncio.get_running_loop()
     for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -97,9 +112,9 @@ async def _run(path: str, timeout: float, argv: list[str]) -> int:
 
 
 def main() -> None:
-    path, timeout, separator, *argv = sys.argv[1:]
+    spec, separator, *argv = sys.argv[1:]
     assert separator == "--" and argv, __doc__
-    sys.exit(asyncio.run(_run(path, float(timeout), argv)))
+    sys.exit(asyncio.run(_run(json.loads(spec), argv)))
 
 
 if __name__ == "__main__":

@@ -48,6 +48,16 @@ ls -la /state /config > $out/state 2>&1; cat /state/state.db /config/config.yaml
 ls -la /var/run/docker.sock /run/docker.sock > $out/engine 2>&1
 { echo "$XDG_CONFIG_HOME"; mkdir -p "$XDG_CONFIG_HOME/opencode/plugin";
   echo 'export const P = async () => ({})' > "$XDG_CONFIG_HOME/opencode/plugin/planted.js"; } > $out/config 2>&1
+python3 - > $out/network 2>&1 <<'PROBE'
+import socket
+print("interfaces", sorted(name for _, name in socket.if_nameindex()))
+for host, port in (("127.0.0.1", 8000), ("model", 8765), ("registry", 8000), ("1.1.1.1", 53)):
+    try:
+        socket.create_connection((host, port), 3).close()
+        print("connected", host, port)
+    except OSError as exc:
+        print("not connected", host, port, type(exc).__name__)
+PROBE
 echo done
 """
 
@@ -58,7 +68,7 @@ def attacked(compose_fleet: Fleet) -> Iterator[tuple[Fleet, dict[str, str], str]
     fleet = compose_fleet
     asyncio.run(_approved(f"http://127.0.0.1:{fleet.ports['CODE_REVIEW']}/a2a/jsonrpc", ATTACK))
     found = {}
-    for name in ("environs", "processes", "state", "sockets", "engine", "config"):
+    for name in ("environs", "processes", "state", "sockets", "engine", "config", "network"):
         read = fleet.run("exec", "-T", "code-review", "cat", f"/workspace/attack/{name}")
         found[name] = read.stdout
     after = fleet.run(
@@ -69,7 +79,7 @@ def attacked(compose_fleet: Fleet) -> Iterator[tuple[Fleet, dict[str, str], str]
     found["system"] = fleet.run("exec", "-T", "code-review-backend", "sh", "-c", planted).stderr
     # The hook's socket as the attack found it (the backend, stopped when idle, may have started anew for it).
     before = found["sockets"].split("\n", 1)[0]
-    yield fleet, found, f"{before}\negress.sock\ngiven\nhook.sock\n"
+    yield fleet, found, f"{before}\negress.sock\ngiven\nhook.sock\nserved\n"
 
 
 async def _approved(url: str, command: str) -> None:
@@ -123,11 +133,21 @@ def test_a_tool_cannot_change_the_config_its_backend_loads(attacked) -> None:  #
     assert "Read-only file system" in "\n".join(said), said
 
 
+def test_a_tool_has_no_way_out_but_the_egress_proxy(attacked) -> None:  # type: ignore[no-untyped-def]
+    """The backend's container has loopback only: neither the wrapper's own port on loopback, nor the fleet's
+    services by name, nor the outside are reached directly (the proxy decides the rest, class 4)."""
+    _, found, _ = attacked
+    said = found["network"].splitlines()
+    assert said[0] == "interfaces ['lo']", found["network"]
+    assert len(said) == 5 and all(line.startswith("not connected") for line in said[1:]), found["network"]
+
+
 @pytest.mark.parametrize("agent", COMPOSE_AGENTS)
 def test_a_compose_agents_backend_runs_apart_from_the_wrapper(agent: str) -> None:
     assert _config(agent)["runtime"]["kind"] == "sidecar"
     backend = COMPOSE["services"][f"{agent}-backend"]
     assert "environment" not in backend and not any("state" in volume for volume in backend["volumes"])
+    assert backend["network_mode"] == "none" and _config(agent)["runtime"]["network"] == "none"
 
 
 @pytest.mark.parametrize("agent", COMPOSE_AGENTS)
