@@ -262,7 +262,13 @@ def test_what_the_runtime_said_is_kept_or_said_in_a_note(
     documents = yaml.safe_load_all(rendering.files["agent-moved.yaml"])
     (config_map,) = (doc for doc in documents if doc["kind"] == "ConfigMap")
     pod_runtime = yaml.safe_load(config_map["data"]["config.yaml"])["runtime"]
-    assert pod_runtime == {"kind": "sidecar", "sockets": "/run/a2a-wrapper", "folders": "/srv/a2a/backend", **kept}
+    assert pod_runtime == {
+        "kind": "sidecar",
+        "sockets": "/run/a2a-wrapper",
+        "folders": "/srv/a2a/backend",
+        "network": "shared",
+        **kept,
+    }
     for note in notes:
         assert any(line.startswith(f"moved: {note}") for line in rendering.notes), (note, rendering.notes)
         assert f"# {note}" in rendering.files["agent-moved.yaml"]
