@@ -72,7 +72,7 @@ def test_every_service_runs_the_local_image_with_an_init_and_loopback_ports() ->
 def test_each_agents_backend_has_a_container_of_its_own_with_no_key_and_no_state(agent: str) -> None:
     services = fleet()["services"]
     backend, wrapper = services[f"{agent}-backend"], services[agent]
-    assert backend["command"][0] == "sidecar" and backend["network_mode"] == f"service:{agent}"
+    assert backend["command"][0] == "sidecar" and backend["network_mode"] == "none"  # the egress proxy only
     assert "environment" not in backend and backend["read_only"] is True
     assert set(backend["volumes"]) == {
         f"{agent}-sockets:/run/a2a-wrapper:ro",
@@ -82,7 +82,7 @@ def test_each_agents_backend_has_a_container_of_its_own_with_no_key_and_no_state
     assert {f"{agent}-sockets:/run/a2a-wrapper", f"{agent}-backend:/srv/a2a/backend"} <= set(wrapper["volumes"])
     settings = load_config(COMPOSE / "agents" / agent / "config.yaml")
     assert settings.runtime.kind == "sidecar" and str(settings.runtime.sockets) == "/run/a2a-wrapper"
-    assert str(settings.runtime.folders) == "/srv/a2a/backend"
+    assert str(settings.runtime.folders) == "/srv/a2a/backend" and settings.runtime.network == "none"
 
 
 @pytest.mark.parametrize(("agent", "kind"), AGENTS.items())

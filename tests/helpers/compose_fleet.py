@@ -8,6 +8,7 @@ import os
 import secrets
 import shutil
 import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,7 +27,7 @@ IMAGE = os.environ.get("A2A_WRAP_IMAGE", "local/a2a-wrapper:dev")
 
 
 def compose_command() -> list[str]:
-    standalone = shutil.which("docker-compose", path=f"{Path(os.sys.executable).parent}:{os.environ['PATH']}")
+    standalone = shutil.which("docker-compose", path=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
     if standalone and "v2." in subprocess.run([standalone, "version"], capture_output=True, text=True).stdout:
         return [standalone]
     plugin = subprocess.run(["docker", "compose", "version"], capture_output=True, text=True)

@@ -48,16 +48,11 @@ ls -la /state /config > $out/state 2>&1; cat /state/state.db /config/config.yaml
 ls -la /var/run/docker.sock /run/docker.sock > $out/engine 2>&1
 { echo "$XDG_CONFIG_HOME"; mkdir -p "$XDG_CONFIG_HOME/opencode/plugin";
   echo 'export const P = async () => ({})' > "$XDG_CONFIG_HOME/opencode/plugin/planted.js"; } > $out/config 2>&1
-python3 - > $out/network 2>&1 <<'PROBE'
-import socket
-print("interfaces", sorted(name for _, name in socket.if_nameindex()))
-for host, port in (("127.0.0.1", 8000), ("model", 8765), ("registry", 8000), ("1.1.1.1", 53)):
-    try:
-        socket.create_connection((host, port), 3).close()
-        print("connected", host, port)
-    except OSError as exc:
-        print("not connected", host, port, type(exc).__name__)
-PROBE
+printf '%s\n' 'import socket' 'print("interfaces", sorted(name for _, name in socket.if_nameindex()))' \
+  'for host, port in (("127.0.0.1", 8000), ("model", 8765), ("copilot-coder", 8000), ("1.1.1.1", 53)):' \
+  '    try:' '        socket.create_connection((host, port), 3).close()' '        print("connected", host, port)' \
+  '    except OSError as exc:' '        print("not connected", host, port, type(exc).__name__)' > /tmp/probe.py
+python3 /tmp/probe.py > $out/network 2>&1
 echo done
 """
 
