@@ -121,9 +121,13 @@ async def test_the_writer_persists_every_task_it_holds_in_one_transaction(
     await database.initialize()
     store = WriteBehindTaskStore(database, engine, set())
     tasks = [a_task(f"task-{index}") for index in range(5)]
-    for task in tasks:
-        await store.save(task, CALLER)
     seen = loop_statements(monkeypatch, task_store)
+    for task in tasks:
+        await store.save(task, CALLER)  # a task's first version: written through, before the save returns
+        task.history.add(message_id=f"later-{task.id}")
+        await store.save(task, CALLER)  # a later one, still running: behind the turn
+    assert seen == ["BEGIN", "INSERT", "COMMIT"] * len(tasks)
+    seen.clear()
     with statements() as through_the_engine:
         await store.close()
     assert seen == ["BEGIN", *["INSERT"] * len(tasks), "COMMIT"]  # one statement's rows, in one transaction
@@ -157,6 +161,28 @@ async def test_the_writers_wal_is_moved_into_the_file_every_so_many_writes(
     finally:
         writer.cancel()
         await store.close()
+
+
+async def test_a_tasks_first_version_and_each_it_rests_in_are_in_the_file_when_the_save_returns(
+    engine: AsyncEngine, writer: WriteBehindTaskStore, ledger: MessageLedger
+) -> None:
+    """What a client is told next (the task's id; a state it rests in) is durable before it is told: the claim of
+    the message that made the task in the same transaction as the task's first row."""
+    assert await ledger.claim(MessageKey("caller", "ctx", "m-1"), "told") is None
+    task = a_task("told")
+    await writer.save(task, CALLER)
+    assert await row_state(engine, "told") == "TASK_STATE_WORKING" and await kept_claims(engine) == ["told"]
+    task.history.add(message_id="m-2")
+    await writer.save(task, CALLER)  # a running task's later version waits for the writer
+    task.status.state = TaskState.TASK_STATE_COMPLETED
+    await writer.save(task, CALLER)
+    assert await row_state(engine, "told") == "TASK_STATE_COMPLETED"
+
+
+async def row_state(engine: AsyncEngine, task_id: str) -> str | None:
+    """The state of the task's row in the file, read apart from the store (None: no row)."""
+    task = await DatabaseTaskStore(engine).get(task_id, CALLER)
+    return None if task is None else TaskState.Name(task.status.state)
 
 
 @pytest.fixture

@@ -1,18 +1,18 @@
 """A task store that answers from memory and writes to the database behind the turn.
 
 a2a-sdk saves the whole task on every event (each streamed chunk) before passing the event on; a
-database commit there puts a write on the path of every chunk. Here `save` only records the newest
-version and wakes a writer that persists the latest version of each task: a moment later (WRITE_DELAY) while
-the task runs, so that its chunks go in one write, and at once when the version is one the task rests in (ended,
-or waiting for a person: where its stream ends), once the event that caused the save has gone to its client.
-That write is then on disk as the stream ends, and it runs while what it reads is still in the CPU's caches: a
-trivial turn's write took ~0.8 ms of the agent's CPU 0.1 s after its last event, and ~0.45 ms right after it.
-Reads of a task with an unwritten version are answered from memory; listing waits for the writer first. `close`
-writes whatever is left. Other stores' rows may ride in its transactions (write_behind.py: the ledger's claims).
-The writes run on the loop, on a SQLite connection of the store's own (database.py: no thread hand-offs;
-task_rows.py: the SDK's row, by sqlite3 itself), and every CHECKPOINT_EVERY of them the WAL is checkpointed on
-the engine's thread. A process killed between a save and its write loses that version; the next
-start marks tasks it finds unfinished as failed (see recovery.py).
+database commit there puts a write on the path of every chunk. Two versions of a task are written through, before
+`save` returns and so before their event leaves: its first (the task's id goes to the client with that event, and
+the message ledger's claim rides in the same transaction), and each one it rests in (ended, or waiting for a
+person: where its stream ends). A client never holds a task id, or a state a task rests in, that a crash could
+take back. Every other version only records the newest in memory and wakes a writer that persists the latest
+version of each task a moment later (WRITE_DELAY), so that a turn's chunks go in one write. Reads of a task with
+an unwritten version are answered from memory; listing waits for the writer first. `close` writes whatever is
+left. Other stores' rows may ride in its transactions (write_behind.py: the ledger's claims). The writes run on
+the loop, on a SQLite connection of the store's own (database.py: no thread hand-offs; task_rows.py: the SDK's
+row, by sqlite3 itself), and every CHECKPOINT_EVERY of them the WAL is checkpointed on the engine's thread. A
+process killed between a save and its write loses that intermediate version; the next start marks tasks it
+finds unfinished as failed (see recovery.py).
 
 What is kept of a task passes the guard's redaction first: the caller's own messages may hold a credential,
 and the database outlives the turn. Versions are redacted when written and when read from memory (not on
@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import logging
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -40,7 +41,7 @@ from a2a_wrapper.guard import redact_item, redact_value
 from a2a_wrapper.state.database import checkpoint, my_turn, open_on_loop, written
 from a2a_wrapper.state.task_rows import task_upsert
 from a2a_wrapper.state.whole_answers import whole_answers
-from a2a_wrapper.state.write_behind import Rider, Row
+from a2a_wrapper.state.write_behind import Rider
 
 log = logging.getLogger(__name__)
 
@@ -142,11 +143,28 @@ class WriteBehindTaskStore(TaskStore):
     async def save(self, task: Task, context: ServerCallContext) -> None:
         copy = Task()
         copy.CopyFrom(task)
-        self._unwritten[task.id] = _Unwritten(copy, context, self._owner(context))
+        first = task.id not in self._known
+        pending = self._unwritten[task.id] = _Unwritten(copy, context, self._owner(context))
         self._known.add(task.id)
-        if task.status.state in RESTING:
+        if first or task.status.state in RESTING:
+            await self._write_through(pending, first)
+        else:
+            self.wake()
+
+    async def _write_through(self, pending: _Unwritten, first: bool) -> None:
+        """`pending`, and whatever rides with the writer, in the database before the save returns. A task's first
+        version that cannot be written is forgotten and the save fails (no client learns of a task that a crash
+        would lose); a resting version that cannot be is left to the writer, which tries again."""
+        try:
+            await self._write([pending])
+        except Exception:
+            if first:
+                self._unwritten.pop(pending.task.id, None)
+                self._known.discard(pending.task.id)
+                raise
+            log.exception("could not persist task %s as it rests; the writer tries again", pending.task.id)
             self._resting.set()
-        self.wake()
+            self.wake()
 
     def wake(self) -> None:
         self._written.clear()
@@ -202,26 +220,36 @@ class WriteBehindTaskStore(TaskStore):
     async def _write_all(self, retry: bool) -> None:
         while self._unwritten or any(rider.holds_unwritten() for rider in self._riders):
             batch = list(self._unwritten.values())
-            carried: list[tuple[Rider, list[Row]]] = []
             try:
-                rows = [(kept(p.task), self._store.owner_resolver(p.context)) for p in batch]
-                async with my_turn(self._engine):
-                    carried = [(rider, rider.unwritten()) for rider in self._riders]
-                    self._upsert.run(self._connected(), rows, [(r.sql, rows) for r, rows in carried if rows])
+                await self._write(batch)
             except Exception:  # a failed write must not stop the writer
                 log.exception("could not persist %d task(s) and what rides with them", len(batch))
                 if retry:
                     await asyncio.sleep(1)  # the versions stay in memory and are tried again
                     continue
-            for pending in batch:
-                if self._unwritten.get(pending.task.id) is pending:
-                    del self._unwritten[pending.task.id]
-            for rider, rows in carried:
-                rider.written(rows)
-            self._writes += 1
+                self._forget(batch)
         self._written.set()
         if self._writes >= CHECKPOINT_EVERY:
             await self._checkpoint()
+
+    async def _write(self, batch: "Sequence[_Unwritten]") -> None:
+        """`batch` and what rides with the writer, in one transaction; raises when it could not be written."""
+        rows = [(kept(p.task), self._store.owner_resolver(p.context)) for p in batch]
+        async with my_turn(self._engine):
+            carried = [(rider, rider.unwritten()) for rider in self._riders]
+            self._upsert.run(self._connected(), rows, [(r.sql, rows) for r, rows in carried if rows])
+        self._forget(batch)
+        for rider, written_rows in carried:
+            rider.written(written_rows)
+        self._writes += 1
+        if self._writes >= CHECKPOINT_EVERY:
+            self.wake()  # the writer checkpoints, off the request's path
+
+    def _forget(self, batch: "Sequence[_Unwritten]") -> None:
+        """`batch`'s versions off the unwritten ones, unless a newer version of a task came meanwhile."""
+        for pending in batch:
+            if self._unwritten.get(pending.task.id) is pending:
+                del self._unwritten[pending.task.id]
 
     def _connected(self) -> sqlite3.Connection:
         if self._connection is None:
