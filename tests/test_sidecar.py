@@ -6,8 +6,11 @@ backend's, and when it goes, the backend goes. The containers' part (separate PI
 sockets volume) is tried for real in tests/red_team/test_class6_containers.py, in docker.
 """
 
+import asyncio
+import base64
 import json
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -205,6 +208,44 @@ async def test_each_kind_runs_its_backend_and_tools_in_the_sidecar_with_no_netwo
     assert "ConnectionRefusedError" in (workspace / "dialled.txt").read_text(), "the wrapper's port is not there"
     assert (apart / "tenants").is_dir(), "the backend's own folders are in runtime.folders"
     assert not (tmp_path / "state" / "tenants").exists(), "and none in the wrapper's state folder"
+
+
+async def test_a_plugin_planted_during_a_run_stops_the_backend_before_opencode_loads_it(
+    model: OfflineModel, apart: Path, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In the backend's container its tools can write its own folders: one plants a plugin in OpenCode's
+    `HOME/.opencode`, which OpenCode reads again for each new workspace (a task's copy). The stand-in sees the
+    change within moments and stops the backend; the next start makes the folder anew, so no later task's
+    instance loads the plugin. A turn that plants nothing stops nothing."""
+    monkeypatch.delenv("A2A_WRAP_WORKSPACE__MODE", raising=False)  # per task: each task a new OpenCode instance
+    opencode = next(backend for backend in KINDS if backend.name == "opencode")
+    harness = Harness(opencode, model, tmp_path, request.node)
+    (tmp_path / "state" / "workspace").mkdir(parents=True)
+    (tmp_path / "state" / "workspace" / "README").write_text("a project\n")
+    loaded = tmp_path / "loaded"  # what the plugin writes when OpenCode loads it
+    plugin = f"export default async () => {{ await Bun.write({json.dumps(str(loaded))}, 'x'); return {{}} }}"
+    plant = f'mkdir -p "$HOME/.opencode/plugin" && printf %s {shlex.quote(plugin)} > "$HOME/.opencode/plugin/p.js"'
+    runtime = SidecarRuntime(sockets=tmp_path / "s", folders=apart, network="none")
+    async with httpx.AsyncClient(timeout=120) as http, harness.serving(runtime=runtime, auto_approve=True) as served:
+        quiet = await stream(http, served.jsonrpc, bash_params("echo nothing planted", description="note"))
+        assert final_state(quiet) == "TASK_STATE_COMPLETED", quiet[-1]
+        await asyncio.sleep(0.5)  # ten looks of the stand-in's
+        assert served.agent.backend.restarts == 0, "a turn that plants nothing stops nothing"
+        command = f"echo {base64.b64encode(plant.encode()).decode()} | base64 -d | sh; sleep 1"
+        await stream(http, served.jsonrpc, bash_params(command, description="plant"))  # fails or not: it stopped
+        for _ in range(600):
+            if served.agent.backend.restarts:
+                break
+            await asyncio.sleep(0.1)
+        assert served.agent.backend.restarts == 1, "the plant stopped the backend, which started afresh"
+        after = await stream(http, served.jsonrpc, bash_params("echo a new task", description="note"))
+        assert final_state(after) == "TASK_STATE_COMPLETED", after[-1]
+    assert not loaded.exists(), "OpenCode loaded the planted plugin"
+    assert _planted(apart) == [], "the next start made the folder anew"
+
+
+def _planted(folders: Path) -> list[Path]:
+    return list(folders.glob("tenants/*/opencode/home/.opencode/plugin/p.js"))
 
 
 # A direct connection to a port of the wrapper's on loopback, as a tool ignoring the proxy would make it.

@@ -96,6 +96,7 @@ class SidecarBoundary(Sandbox):
         assert self._proxy is not None, "start() first"
         for folder in own:
             folder.mkdir(parents=True, exist_ok=True)
+        given = list(given)
         for source, place in given:
             copy_anew(source, place)
         env = self._read_only_config(env, programs)
@@ -113,6 +114,7 @@ class SidecarBoundary(Sandbox):
             "timeout": self._sidecar.connect_timeout,
             "network": self._sidecar.network,
             "fds": handed,
+            "watch": [str(place) for _, place in given],  # the backend's to write: watched while it runs
         }
         outer = [os.path.realpath(sys.executable), "-I", "-S", str(STAND_IN), json.dumps(stand_in), "--", *inner]
         return Wrapped(outer, {**env, **proxy_environment(port)}, tuple(handed))
