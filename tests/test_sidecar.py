@@ -201,6 +201,8 @@ async def test_each_kind_runs_its_backend_and_tools_in_the_sidecar_with_no_netwo
         command = f"{ANCESTRY}; {DIAL % urlsplit(served.url).port} > dialled.txt 2>&1"
         events = await stream(http, served.jsonrpc, bash_params(command, description="note"))
         assert final_state(events) == "TASK_STATE_COMPLETED", events[-1]
+        await asyncio.sleep(0.3)  # six looks of the stand-in's at the places the backend loads code from
+        assert served.agent.backend.restarts == 0, "the backend itself changes none of them"
     workspace = tmp_path / "state" / "workspace"
     ancestry = (workspace / "ancestry.txt").read_text()
     # The tool descends from the sidecar (here a child of this test), not from the wrapper's stand-in.
