@@ -25,7 +25,7 @@ from a2a_wrapper.background import cancel_and_wait
 from a2a_wrapper.config.runtimes import ProcessRuntime, SandboxRuntime, SidecarRuntime
 from a2a_wrapper.config.secrets import secret_values
 from a2a_wrapper.config.settings import AgentSettings
-from a2a_wrapper.errors import ConfigError
+from a2a_wrapper.errors import ConfigError, StateUnavailable
 from a2a_wrapper.frontend.app import build_app, request_handler
 from a2a_wrapper.frontend.card import CARD_PATH, build_card
 from a2a_wrapper.frontend.edge.quiet_server import QuietServer
@@ -59,6 +59,7 @@ from a2a_wrapper.state.sessions import ContextKey, SessionMap
 from a2a_wrapper.state.shared_tasks import SharedTaskStore, shared_events
 from a2a_wrapper.state.task_listing import listing_off_the_loop
 from a2a_wrapper.state.task_store import WriteBehindTaskStore
+from a2a_wrapper.state.unavailable import reaching
 from a2a_wrapper.state.write_behind import Writer
 from a2a_wrapper.workspaces import WorkspaceError, Workspaces, served_settings
 
@@ -94,9 +95,10 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
     async with AsyncExitStack() as stack:
         grpc_server = await stack.enter_async_context(grpc_port(settings))  # taken first: a clash stops the start now
         database = state_database(settings)
-        engine = open_state(database)
-        stack.push_async_callback(engine.dispose)
-        await migrate(engine)
+        async with reaching(database):  # the first connection: a database down is one sentence, not a traceback
+            engine = open_state(database)
+            stack.push_async_callback(engine.dispose)
+            await migrate(engine)
         log.info("[%s] state in %s", settings.card.name, database)
         audit = AuditLog(engine)
         await audit.initialize()
@@ -422,4 +424,7 @@ def _own_state_folder(settings: AgentSettings) -> FolderLock:
         lock.acquire()
     except FolderBusy as exc:
         raise FolderBusy(exc.folder, f"{exc.holder}; agent {settings.card.name!r} runs once per state folder") from None
+    except OSError as exc:  # a folder that cannot be made or written: nothing of the agent could be kept
+        reason = exc.strerror or str(exc)
+        raise StateUnavailable(f"state_dir {settings.state_dir}: the state folder cannot be used: {reason}") from exc
     return lock

@@ -43,6 +43,13 @@ class PostgresServer:
         self.sql(f'CREATE DATABASE "{name}"')
         return self.url(name)
 
+    def password_role(self, role: str, password: str) -> None:
+        """A role whose logins must give `password` (the cluster trusts every other one), for a refused login."""
+        self.sql(f"CREATE ROLE \"{role}\" LOGIN PASSWORD '{password}'")
+        rules = self.folder / "data" / "pg_hba.conf"
+        rules.write_text(f"host all {role} 127.0.0.1/32 scram-sha-256\n" + rules.read_text())  # the first match wins
+        self.sql("SELECT pg_reload_conf()")
+
     def sql(self, statement: str, database: str = "postgres") -> str:
         result = subprocess.run(
             ["psql", "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", self.url(database), "-c", statement],
