@@ -49,11 +49,12 @@ from a2a_wrapper.shield.decision import PermissionPolicy
 from a2a_wrapper.state.audit import AuditLog
 from a2a_wrapper.state.context_rules import ContextRules
 from a2a_wrapper.state.engines import StateDatabase, open_state, replica_name, state_database
-from a2a_wrapper.state.leases import ContextLeases, Replica, leased_contexts
+from a2a_wrapper.state.leases import ContextLeases, Replica, leased_contexts, release_all
 from a2a_wrapper.state.lock import SERVING, FolderBusy, FolderLock
 from a2a_wrapper.state.message_ledger import MessageLedger
 from a2a_wrapper.state.migrations import migrate
-from a2a_wrapper.state.recovery import INTERRUPTED, fail_interrupted_tasks, fail_orphaned_tasks
+from a2a_wrapper.state.orphans import OrphanSweep
+from a2a_wrapper.state.recovery import INTERRUPTED, fail_interrupted_tasks, fail_orphaned_tasks, lost_with
 from a2a_wrapper.state.sdk_tables import stored_tasks, task_ids, tasks_of_context
 from a2a_wrapper.state.sessions import ContextKey, SessionMap
 from a2a_wrapper.state.shared_tasks import SharedTaskStore, shared_events
@@ -109,7 +110,7 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         backend, tenants = await stack.enter_async_context(
             agent_backend(started, _Launch(hosts_policy(policy), audit, metrics), locks.callers)
         )
-        tasks = await stack.enter_async_context(agent_tasks(database, engine))
+        tasks = await stack.enter_async_context(agent_tasks(database, engine, replica_name(settings)))
         leases = None
         if database.shared:
             leases = await stack.enter_async_context(context_leases(settings, engine, tasks, locks))
@@ -193,16 +194,18 @@ class AgentTasks:
 
 
 @asynccontextmanager
-async def agent_tasks(database: StateDatabase, engine: AsyncEngine) -> AsyncIterator[AgentTasks]:
+async def agent_tasks(database: StateDatabase, engine: AsyncEngine, replica: str) -> AsyncIterator[AgentTasks]:
     """The A2A task store, tasks a stopped run left unfinished failed first. SQLite: written behind the turn and
-    listed off the loop. Shared state: a2a-sdk's cluster mode, its tasks failed only when no replica holds them."""
+    listed off the loop. Shared state: a2a-sdk's cluster mode, its tasks failed only when no other replica holds
+    them; the leases still in this replica's name are its last run's, let go once their tasks are failed."""
     if database.shared:
         store = SharedTaskStore(engine)
         await store.initialize()
-        held = await leased_contexts(engine)
+        held = await leased_contexts(engine, other_than=replica)
         await fail_orphaned_tasks(
             store, [task for task in await stored_tasks(engine) if ContextKey(task.owner, task.context_id) not in held]
         )
+        await release_all(engine, replica)
         yield AgentTasks(store, store.as_task_store, shared_events(engine), None)
         return
     assert database.path is not None
@@ -234,21 +237,25 @@ class _LeasedLocks(ContextLocks):
 async def context_leases(
     settings: AgentSettings, engine: AsyncEngine, tasks: AgentTasks, locks: _LeasedLocks
 ) -> AsyncIterator[ContextLeases]:
-    """This replica's leases on the contexts it runs, renewed until the exit, then let go."""
+    """This replica's leases on the contexts it runs, renewed until the exit, then let go; meanwhile the tasks of
+    expired leases (dead replicas') are swept."""
     assert isinstance(tasks.served, VersionedTaskStore)
     store = tasks.served
 
-    async def taken_over(key: ContextKey) -> int:
-        return await fail_orphaned_tasks(store, await tasks_of_context(engine, key.caller, key.context_id), True)
+    async def taken_over(key: ContextKey, holder: str) -> int:
+        left = await tasks_of_context(engine, key.caller, key.context_id)
+        return await fail_orphaned_tasks(store, left, submitted_before=0.0, sentence=lost_with(holder))
 
     replica = Replica(replica_name(settings), settings.advertised_url)
     leases = ContextLeases(engine, replica, settings.state.lease, locks.busy, taken_over)
     locks.leases = leases
     renewing = asyncio.create_task(leases.run(), name="lease-renewal")
+    sweeping = asyncio.create_task(OrphanSweep(engine, store, settings.state.lease).run(), name="orphan-sweep")
     log.info("[%s] replica %s: contexts leased for %g s", settings.card.name, replica.name, settings.state.lease)
     try:
         yield leases
     finally:
+        await cancel_and_wait(sweeping)
         await cancel_and_wait(renewing)
         await leases.close()
 
