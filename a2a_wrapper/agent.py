@@ -54,6 +54,7 @@ from a2a_wrapper.state.lock import SERVING, FolderBusy, FolderLock
 from a2a_wrapper.state.message_ledger import MessageLedger
 from a2a_wrapper.state.migrations import migrate
 from a2a_wrapper.state.orphans import OrphanSweep
+from a2a_wrapper.state.readiness import StateCheck
 from a2a_wrapper.state.recovery import INTERRUPTED, fail_interrupted_tasks, fail_orphaned_tasks, lost_with
 from a2a_wrapper.state.sdk_tables import stored_tasks, task_ids, tasks_of_context
 from a2a_wrapper.state.sessions import ContextKey, SessionMap
@@ -161,6 +162,7 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
             body_timeout=settings.server.body_timeout,
             limits=limits,
             operator=operator_routes(settings.card.name, turns, settings.console, database),
+            state=StateCheck(engine, database),
         )
         yield RunningAgent(settings, app, backend, sessions, turns.shutdown)
 

@@ -26,18 +26,19 @@ async def reaching(database: StateDatabase) -> AsyncIterator[None]:
         raise StateUnavailable(unusable(database, exc)) from exc
 
 
-def unusable(database: StateDatabase, exc: BaseException) -> str:
-    return f"{database.described()}: the state database cannot be used: {_reason(database, exc)}"
+def unusable(database: StateDatabase, exc: BaseException, waited: float = CONNECT_TIMEOUT) -> str:
+    """The sentence; `waited`: the seconds a timeout allowed."""
+    return f"{database.described()}: the state database cannot be used: {_reason(database, exc, waited)}"
 
 
-def _reason(database: StateDatabase, exc: BaseException) -> str:
+def _reason(database: StateDatabase, exc: BaseException, waited: float) -> str:
     address = _address(database)
     if isinstance(exc, ConnectionRefusedError):
         return f"connection refused (nothing listens at {address})"
     if isinstance(exc, socket.gaierror):
         return f"unknown host ({address.rpartition(':')[0]}: {exc.strerror})"
     if isinstance(exc, TimeoutError):
-        return f"no answer from {address} within {CONNECT_TIMEOUT:g} s"
+        return f"no answer from {address} within {waited:g} s"
     if isinstance(exc, OSError):
         return exc.strerror or str(exc)
     cause = next((error for error in _chain(exc) if getattr(error, "sqlstate", None)), None)

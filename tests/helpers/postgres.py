@@ -32,6 +32,17 @@ def postgres_binaries() -> Path | None:
 class PostgresServer:
     port: int
     folder: Path
+    binaries: Path
+    options: str  # the server's command line options (its address, port and socket folder)
+
+    def stop(self) -> None:
+        """A fast shutdown, as an outage: open connections are cut, new ones refused."""
+        _as(_cluster_user(), [self.binaries / "pg_ctl", "-D", self.folder / "data", "-m", "fast", "-w", "stop"])
+
+    def start(self) -> None:
+        """Started again after `stop`; returns once it accepts connections."""
+        data, log = self.folder / "data", self.folder / "server.log"
+        _as(_cluster_user(), [self.binaries / "pg_ctl", "-D", data, "-l", log, "-w", "-o", self.options, "start"])
 
     def url(self, database: str = "postgres", password: str | None = None) -> str:
         secret = f":{password}" if password else ""
@@ -78,7 +89,7 @@ def running_postgres(binaries: Path) -> Iterator[PostgresServer]:
         options = f"-h 127.0.0.1 -p {port} -k {sockets} -c synchronous_commit=off -c max_connections=200"
         _as(user, [binaries / "pg_ctl", "-D", data, "-l", log, "-w", "-t", "60", "-o", options, "start"])
         try:
-            yield PostgresServer(port, folder)
+            yield PostgresServer(port, folder, binaries, options)
         finally:
             _as(user, [binaries / "pg_ctl", "-D", data, "-m", "fast", "-w", "-t", "60", "stop"])
     finally:
