@@ -6,9 +6,8 @@ import asyncio
 import os
 import signal
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -19,7 +18,7 @@ from a2a_wrapper.state.engines import StateDatabase, open_state
 from a2a_wrapper.state.readiness import FRESH, StateCheck
 from tests.conftest import ServedAgent, SettingsFactory, serving
 from tests.helpers.a2a_wire import send, task_answer
-from tests.helpers.postgres import PostgresServer, postgres_binaries, running_postgres
+from tests.helpers.postgres import PostgresServer, postgres_for_tests
 from tests.helpers.tenants import sole_backend
 
 PATHS = ("/health/live", "/health/ready", "/health")
@@ -43,6 +42,7 @@ async def test_liveness_and_readiness_answer_at_once_while_the_backend_cannot_an
     finally:
         os.killpg(frozen, signal.SIGCONT)
     slowest = max(seconds for seconds, _ in answers)
+    print(f"backend frozen: {len(answers)} health answers, the slowest in {slowest * 1000:.0f} ms")
     assert slowest < AT_ONCE, f"the slowest answer took {slowest:.2f} s"
     assert {response.status_code for _, response in answers} == {200}
     ready = next(response.json() for _, response in answers if response.url.path == "/health/ready")
@@ -71,12 +71,9 @@ async def test_readiness_checks_the_database_once_however_many_ask(tmp_path: Pat
 
 
 @pytest.fixture
-def own_postgres() -> Any:
+def own_postgres() -> Iterator[PostgresServer]:
     """A PostgreSQL of this test's own: it is stopped in the middle."""
-    binaries = postgres_binaries()
-    if binaries is None:
-        pytest.skip("no PostgreSQL server binaries under /usr/lib/postgresql (Debian's postgresql package)")
-    with running_postgres(binaries) as server:
+    with postgres_for_tests() as server:
         yield server
 
 
@@ -96,10 +93,12 @@ async def test_readiness_names_the_database_while_postgresql_is_down_and_livenes
     url = on_postgres.url
     assert (await http.get(url + "/health/ready")).status_code == 200
     own_postgres.stop()
+    stopped = time.monotonic()
     try:
         async with asyncio.timeout(30):
             while (down := await http.get(url + "/health/ready")).status_code == 200:  # noqa: ASYNC110
                 await asyncio.sleep(0.2)  # the last answer, kept for a second
+            print(f"PostgreSQL stopped: not ready after {time.monotonic() - stopped:.2f} s")
             seconds, live = await timed(http, url + "/health/live")
             old_name = await http.get(url + "/health")
     finally:

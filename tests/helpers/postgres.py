@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from a2a_wrapper.backends.opencode.launch import free_port
 
 SUPERUSER = "postgres"  # the cluster's own role, whoever owns its files
@@ -72,6 +74,16 @@ class PostgresServer:
         if result.returncode:
             raise RuntimeError(f"psql failed: {result.stderr.strip()}")
         return result.stdout.strip()
+
+
+@contextmanager
+def postgres_for_tests() -> Iterator[PostgresServer]:
+    """A server as `running_postgres` starts it; the test is skipped where Debian's server is not installed."""
+    binaries = postgres_binaries()
+    if binaries is None:
+        pytest.skip("no PostgreSQL server binaries under /usr/lib/postgresql (Debian's postgresql package)")
+    with running_postgres(binaries) as server:
+        yield server
 
 
 @contextmanager
