@@ -252,7 +252,8 @@ async def context_leases(
     leases = ContextLeases(engine, replica, settings.state.lease, locks.busy, taken_over)
     locks.leases = leases
     renewing = asyncio.create_task(leases.run(), name="lease-renewal")
-    sweeping = asyncio.create_task(OrphanSweep(engine, store, settings.state.lease).run(), name="orphan-sweep")
+    sweep = OrphanSweep(engine, store, settings.state.lease, replica.name)
+    sweeping = asyncio.create_task(sweep.run(), name="orphan-sweep")
     log.info("[%s] replica %s: contexts leased for %g s", settings.card.name, replica.name, settings.state.lease)
     try:
         yield leases

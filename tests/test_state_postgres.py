@@ -287,7 +287,8 @@ async def test_the_sweep_fails_what_a_dead_replica_left_and_nothing_a_live_one_r
             await saved("done", "ctx-dead", TaskState.TASK_STATE_COMPLETED)
             await saved("elsewhere", "ctx-live", TaskState.TASK_STATE_WORKING)
             await asyncio.sleep(0.3)  # the dead replica's lease runs out
-            sweep = OrphanSweep(engine, store, lease=30)
+            assert await OrphanSweep(engine, store, lease=30, replica="gone").sweep() == 0, "its own: never swept"
+            sweep = OrphanSweep(engine, store, lease=30, replica="alive")
             assert await sweep.sweep() == 3
             assert await sweep.sweep() == 0, "a task is failed once"
             failed = ("TASK_STATE_FAILED", lost_with("gone"))

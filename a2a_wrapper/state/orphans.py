@@ -6,6 +6,10 @@ fails the unfinished tasks of those contexts with a sentence naming that replica
 lease. A task is thus failed within the lease and a third after its replica died. Replicas sweeping at once do no
 harm: each failure is a versioned write, and the second finds the task changed and leaves it. A task still
 `submitted` is left until it is a lease old: a live replica may be about to take that context over for it.
+
+Leases expire for the living too when the database was out for a lease: a replica that could not reach it
+sweeps again only a lease after its last failure, so that the others have renewed theirs by then. Its own
+leases it never sweeps: what runs here, it knows (a restart under the same name is agent_tasks's at the start).
 """
 
 import asyncio
@@ -23,24 +27,28 @@ log = logging.getLogger(__name__)
 
 
 class OrphanSweep:
-    def __init__(self, engine: AsyncEngine, store: VersionedTaskStore, lease: float) -> None:
+    def __init__(self, engine: AsyncEngine, store: VersionedTaskStore, lease: float, replica: str) -> None:
         self._engine = engine
         self._store = store
         self._lease = lease
+        self._replica = replica  # this one's name in the leases
 
     async def run(self) -> None:
-        """Until cancelled: a sweep every third of the lease."""
+        """Until cancelled: a sweep every third of the lease, none for a lease after one failed."""
         while True:
             await asyncio.sleep(self._lease / 3)
             try:
                 await self.sweep()
-            except Exception:  # a boundary: the next sweep tries again (the database may be back by then)
-                log.exception("could not sweep the tasks of expired leases")
+            except Exception:  # a boundary: a later sweep tries again (the database may be back by then)
+                log.exception("could not sweep the tasks of expired leases; the next sweep is in %g s", self._lease)
+                await asyncio.sleep(self._lease)
 
     async def sweep(self) -> int:
-        """Fails the unfinished tasks of every expired lease's context; returns how many."""
+        """Fails the unfinished tasks of every expired lease's context (another replica's); returns how many."""
         failed = 0
         for lease in await expired_leases(self._engine):
+            if lease.replica == self._replica:
+                continue
             key = lease.key
             tasks = await tasks_of_context(self._engine, key.caller, key.context_id)
             submitted_before = time.time() - self._lease
