@@ -25,7 +25,7 @@ from a2a_wrapper.background import cancel_and_wait
 from a2a_wrapper.config.runtimes import ProcessRuntime, SandboxRuntime, SidecarRuntime
 from a2a_wrapper.config.secrets import secret_values
 from a2a_wrapper.config.settings import AgentSettings
-from a2a_wrapper.errors import ConfigError
+from a2a_wrapper.errors import ConfigError, StateUnavailable
 from a2a_wrapper.frontend.app import build_app, request_handler
 from a2a_wrapper.frontend.card import CARD_PATH, build_card
 from a2a_wrapper.frontend.edge.quiet_server import QuietServer
@@ -49,16 +49,19 @@ from a2a_wrapper.shield.decision import PermissionPolicy
 from a2a_wrapper.state.audit import AuditLog
 from a2a_wrapper.state.context_rules import ContextRules
 from a2a_wrapper.state.engines import StateDatabase, open_state, replica_name, state_database
-from a2a_wrapper.state.leases import ContextLeases, Replica, leased_contexts
+from a2a_wrapper.state.leases import ContextLeases, Replica, leased_contexts, release_all
 from a2a_wrapper.state.lock import SERVING, FolderBusy, FolderLock
 from a2a_wrapper.state.message_ledger import MessageLedger
 from a2a_wrapper.state.migrations import migrate
-from a2a_wrapper.state.recovery import INTERRUPTED, fail_interrupted_tasks, fail_orphaned_tasks
+from a2a_wrapper.state.orphans import OrphanSweep
+from a2a_wrapper.state.readiness import StateCheck
+from a2a_wrapper.state.recovery import INTERRUPTED, fail_interrupted_tasks, fail_orphaned_tasks, lost_with
 from a2a_wrapper.state.sdk_tables import stored_tasks, task_ids, tasks_of_context
 from a2a_wrapper.state.sessions import ContextKey, SessionMap
 from a2a_wrapper.state.shared_tasks import SharedTaskStore, shared_events
 from a2a_wrapper.state.task_listing import listing_off_the_loop
 from a2a_wrapper.state.task_store import WriteBehindTaskStore
+from a2a_wrapper.state.unavailable import reaching
 from a2a_wrapper.state.write_behind import Writer
 from a2a_wrapper.workspaces import WorkspaceError, Workspaces, served_settings
 
@@ -94,9 +97,10 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
     async with AsyncExitStack() as stack:
         grpc_server = await stack.enter_async_context(grpc_port(settings))  # taken first: a clash stops the start now
         database = state_database(settings)
-        engine = open_state(database)
-        stack.push_async_callback(engine.dispose)
-        await migrate(engine)
+        async with reaching(database):  # the first connection: a database down is one sentence, not a traceback
+            engine = open_state(database)
+            stack.push_async_callback(engine.dispose)
+            await migrate(engine)
         log.info("[%s] state in %s", settings.card.name, database)
         audit = AuditLog(engine)
         await audit.initialize()
@@ -107,7 +111,7 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         backend, tenants = await stack.enter_async_context(
             agent_backend(started, _Launch(hosts_policy(policy), audit, metrics), locks.callers)
         )
-        tasks = await stack.enter_async_context(agent_tasks(database, engine))
+        tasks = await stack.enter_async_context(agent_tasks(database, engine, replica_name(settings)))
         leases = None
         if database.shared:
             leases = await stack.enter_async_context(context_leases(settings, engine, tasks, locks))
@@ -158,6 +162,7 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
             body_timeout=settings.server.body_timeout,
             limits=limits,
             operator=operator_routes(settings.card.name, turns, settings.console, database),
+            state=StateCheck(engine, database),
         )
         yield RunningAgent(settings, app, backend, sessions, turns.shutdown)
 
@@ -191,16 +196,18 @@ class AgentTasks:
 
 
 @asynccontextmanager
-async def agent_tasks(database: StateDatabase, engine: AsyncEngine) -> AsyncIterator[AgentTasks]:
+async def agent_tasks(database: StateDatabase, engine: AsyncEngine, replica: str) -> AsyncIterator[AgentTasks]:
     """The A2A task store, tasks a stopped run left unfinished failed first. SQLite: written behind the turn and
-    listed off the loop. Shared state: a2a-sdk's cluster mode, its tasks failed only when no replica holds them."""
+    listed off the loop. Shared state: a2a-sdk's cluster mode, its tasks failed only when no other replica holds
+    them; the leases still in this replica's name are its last run's, let go once their tasks are failed."""
     if database.shared:
         store = SharedTaskStore(engine)
         await store.initialize()
-        held = await leased_contexts(engine)
+        held = await leased_contexts(engine, other_than=replica)
         await fail_orphaned_tasks(
             store, [task for task in await stored_tasks(engine) if ContextKey(task.owner, task.context_id) not in held]
         )
+        await release_all(engine, replica)
         yield AgentTasks(store, store.as_task_store, shared_events(engine), None)
         return
     assert database.path is not None
@@ -232,21 +239,26 @@ class _LeasedLocks(ContextLocks):
 async def context_leases(
     settings: AgentSettings, engine: AsyncEngine, tasks: AgentTasks, locks: _LeasedLocks
 ) -> AsyncIterator[ContextLeases]:
-    """This replica's leases on the contexts it runs, renewed until the exit, then let go."""
+    """This replica's leases on the contexts it runs, renewed until the exit, then let go; meanwhile the tasks of
+    expired leases (dead replicas') are swept."""
     assert isinstance(tasks.served, VersionedTaskStore)
     store = tasks.served
 
-    async def taken_over(key: ContextKey) -> int:
-        return await fail_orphaned_tasks(store, await tasks_of_context(engine, key.caller, key.context_id), True)
+    async def taken_over(key: ContextKey, holder: str) -> int:
+        left = await tasks_of_context(engine, key.caller, key.context_id)
+        return await fail_orphaned_tasks(store, left, submitted_before=0.0, sentence=lost_with(holder))
 
     replica = Replica(replica_name(settings), settings.advertised_url)
     leases = ContextLeases(engine, replica, settings.state.lease, locks.busy, taken_over)
     locks.leases = leases
     renewing = asyncio.create_task(leases.run(), name="lease-renewal")
+    sweep = OrphanSweep(engine, store, settings.state.lease, replica.name)
+    sweeping = asyncio.create_task(sweep.run(), name="orphan-sweep")
     log.info("[%s] replica %s: contexts leased for %g s", settings.card.name, replica.name, settings.state.lease)
     try:
         yield leases
     finally:
+        await cancel_and_wait(sweeping)
         await cancel_and_wait(renewing)
         await leases.close()
 
@@ -422,4 +434,7 @@ def _own_state_folder(settings: AgentSettings) -> FolderLock:
         lock.acquire()
     except FolderBusy as exc:
         raise FolderBusy(exc.folder, f"{exc.holder}; agent {settings.card.name!r} runs once per state folder") from None
+    except OSError as exc:  # a folder that cannot be made or written: nothing of the agent could be kept
+        reason = exc.strerror or str(exc)
+        raise StateUnavailable(f"state_dir {settings.state_dir}: the state folder cannot be used: {reason}") from exc
     return lock

@@ -5,6 +5,7 @@ WrapperError
 ├── InstallError           a backend binary that cannot be found or installed
 ├── SandboxUnavailable     this machine cannot build the sandbox a backend must run in
 ├── WorkspaceError         a context's workspace could not be made, read or published (workspaces/git.py)
+├── StateUnavailable       the state database (state.url, or the SQLite file in state_dir) cannot be used
 └── BackendError           the backend failed; the message is a sentence for the caller
     ├── BackendUnavailable the backend process is down or not reachable
     │   ├── Unauthorized   the backend refused our credentials
@@ -34,6 +35,10 @@ class InstallError(WrapperError):
 
 class SandboxUnavailable(WrapperError):
     """bubblewrap is missing or the kernel refuses its namespaces; the message says what to do."""
+
+
+class StateUnavailable(WrapperError):
+    """The agent's state cannot be reached or written; the message names state.url or state_dir, and why."""
 
 
 class BackendError(WrapperError):

@@ -20,7 +20,7 @@ from a2a_wrapper.config.backends import ModelProvider, OpenCodeSettings
 from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSettings
 from a2a_wrapper.offline_model import MODEL_ID, SMALL_MODEL_ID, OfflineModel
 from tests.helpers.compose_fleet import Fleet, running_fleet
-from tests.helpers.postgres import PostgresServer, postgres_binaries, running_postgres
+from tests.helpers.postgres import PostgresServer, postgres_for_tests
 from tests.helpers.served_app import served_app
 
 # The suite's agents work in place (as before per-task workspaces were the default): their tests look at the
@@ -132,10 +132,7 @@ async def http() -> AsyncIterator[httpx.AsyncClient]:
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[PostgresServer]:
     """One real PostgreSQL for the whole run (tests/helpers/postgres.py), stopped at its end."""
-    binaries = postgres_binaries()
-    if binaries is None:
-        pytest.skip("no PostgreSQL server binaries under /usr/lib/postgresql (Debian's postgresql package)")
-    with running_postgres(binaries) as server:
+    with postgres_for_tests() as server:
         yield server
 
 

@@ -157,8 +157,8 @@ def test_the_agent_pod_is_probed_scraped_restricted_and_on_two_volumes() -> None
     assert agent["image"] == backend["image"] == "registry.example.com/a2a:1"
     assert agent["args"] == ["serve", "--config", "/config/config.yaml"]
     assert backend["args"] == ["sidecar", "--folders", "/srv/a2a/backend", "--reap-strays"]
-    for probe in ("readinessProbe", "livenessProbe"):
-        assert agent[probe]["httpGet"] == {"path": "/health", "port": "http"}
+    assert agent["readinessProbe"]["httpGet"] == {"path": "/health/ready", "port": "http"}
+    assert agent["livenessProbe"]["httpGet"] == {"path": "/health/live", "port": "http"}
     assert agent["livenessProbe"]["initialDelaySeconds"] >= 60
     assert pod["metadata"]["annotations"]["prometheus.io/scrape"] == "true"
     assert pod["metadata"]["annotations"]["prometheus.io/port"] == "8000"

@@ -36,9 +36,11 @@ from a2a_wrapper.shield import Rule
 from a2a_wrapper.state.audit import AuditEntry, AuditLog, recent
 from a2a_wrapper.state.context_rules import ContextRules
 from a2a_wrapper.state.engines import StateDatabase, is_shared, open_state
-from a2a_wrapper.state.leases import ContextHeldElsewhere, ContextLeases, Replica
+from a2a_wrapper.state.leases import ContextHeldElsewhere, ContextLeases, Replica, expired_leases
 from a2a_wrapper.state.message_ledger import MessageKey, MessageLedger
 from a2a_wrapper.state.migrations import STEPS, migrate
+from a2a_wrapper.state.orphans import OrphanSweep
+from a2a_wrapper.state.recovery import as_owner, lost_with
 from a2a_wrapper.state.sessions import ContextKey, SessionMap
 from a2a_wrapper.state.shared_tasks import SharedTaskStore
 from a2a_wrapper.state.task_store import WriteBehindTaskStore
@@ -225,10 +227,10 @@ async def test_shared_tasks_round_trip_redacted_and_versioned(postgres_url: str)
 @pytest.mark.slow  # a real PostgreSQL
 async def test_a_context_runs_on_one_replica_until_its_lease_is_let_go_or_expires(postgres_url: str) -> None:
     engine = open_state(StateDatabase(url=postgres_url))
-    taken: list[ContextKey] = []
+    taken: list[tuple[ContextKey, str]] = []
 
-    async def taken_over(key: ContextKey) -> None:
-        taken.append(key)
+    async def taken_over(key: ContextKey, holder: str) -> None:
+        taken.append((key, holder))
 
     def replica(name: str, lease: float) -> ContextLeases:
         return ContextLeases(engine, Replica(name, f"http://{name}:8000"), lease, lambda key: False, taken_over)
@@ -248,9 +250,61 @@ async def test_a_context_runs_on_one_replica_until_its_lease_is_let_go_or_expire
             await short.take(ContextKey("alice", "ctx-2"))
             await asyncio.sleep(0.3)  # the lease runs out: what a replica that died leaves
             await b.take(ContextKey("alice", "ctx-2"))
-            assert taken == [ContextKey("alice", "ctx-2")]
+            assert taken == [(ContextKey("alice", "ctx-2"), "c")]
     finally:
         await engine.dispose()
+
+
+@pytest.mark.slow  # a real PostgreSQL
+async def test_the_sweep_fails_what_a_dead_replica_left_and_nothing_a_live_one_runs(postgres_url: str) -> None:
+    engine = open_state(StateDatabase(url=postgres_url))
+    owner = as_owner("")
+
+    async def saved(task_id: str, context_id: str, state: TaskState, seconds_ago: float = 0.0) -> None:
+        status = TaskStatus(state=state)
+        status.timestamp.FromSeconds(int(time.time() - seconds_ago))
+        task = Task(id=task_id, context_id=context_id, status=status)
+        await store.save(task, event=task, prev=None, prev_version=TaskVersion.MISSING, context=owner)
+
+    async def state_of(task_id: str) -> tuple[str, str]:
+        found = await store.get(task_id, owner)
+        assert found is not None
+        status = found.task.status
+        return TaskState.Name(status.state), "".join(part.text for part in status.message.parts)
+
+    try:
+        async with asyncio.timeout(30):
+            await migrate(engine)
+            store = SharedTaskStore(engine)
+            dead = ContextLeases(engine, Replica("gone", "http://gone:8000"), 0.2, lambda key: False, _no_takeover)
+            live = ContextLeases(engine, Replica("alive", "http://alive:8000"), 30, lambda key: True, _no_takeover)
+            await dead.take(ContextKey("", "ctx-dead"))
+            await live.take(ContextKey("", "ctx-live"))
+            await saved("running", "ctx-dead", TaskState.TASK_STATE_WORKING)
+            await saved("asking", "ctx-dead", TaskState.TASK_STATE_INPUT_REQUIRED)
+            await saved("queued-long-ago", "ctx-dead", TaskState.TASK_STATE_SUBMITTED, seconds_ago=60)
+            await saved("just-sent", "ctx-dead", TaskState.TASK_STATE_SUBMITTED)  # a live replica may take it over
+            await saved("done", "ctx-dead", TaskState.TASK_STATE_COMPLETED)
+            await saved("elsewhere", "ctx-live", TaskState.TASK_STATE_WORKING)
+            await asyncio.sleep(0.3)  # the dead replica's lease runs out
+            assert await OrphanSweep(engine, store, lease=30, replica="gone").sweep() == 0, "its own: never swept"
+            sweep = OrphanSweep(engine, store, lease=30, replica="alive")
+            assert await sweep.sweep() == 3
+            assert await sweep.sweep() == 0, "a task is failed once"
+            failed = ("TASK_STATE_FAILED", lost_with("gone"))
+            assert [await state_of(t) for t in ("running", "asking", "queued-long-ago")] == [failed] * 3
+            assert (await state_of("just-sent"))[0] == "TASK_STATE_SUBMITTED"
+            assert (await state_of("done"))[0] == "TASK_STATE_COMPLETED"
+            assert (await state_of("elsewhere"))[0] == "TASK_STATE_WORKING"
+            assert [lease.key.context_id for lease in await expired_leases(engine)] == ["ctx-dead"], (
+                "kept while a task of it may still be taken over"
+            )
+    finally:
+        await engine.dispose()
+
+
+async def _no_takeover(key: ContextKey, holder: str) -> None:
+    raise AssertionError(f"{key} was taken over from {holder}")
 
 
 def test_a_state_url_of_another_engine_is_refused_with_its_password_masked(tmp_path: Path) -> None:

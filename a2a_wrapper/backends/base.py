@@ -103,7 +103,9 @@ class Backend(Protocol):
     async def stop(self) -> None: ...
 
     async def health(self) -> Health:
-        """Never raises."""
+        """What the wrapper knows of its backend at once (its process runs, it is not being restarted), never a
+        call to it: a busy backend answers late and is not down, and /health must stay fast under load. Never
+        raises."""
 
     async def open_session(self, context_key: str, resume: str | None = None, directory: Path | None = None) -> Session:
         """The context's session, resumed or new, working in `directory` (its own workspace) when given."""

@@ -20,6 +20,7 @@ from a2a_wrapper.deploy.pod_config import (
     PodConfig,
 )
 from a2a_wrapper.fleet import RegistrySettings
+from a2a_wrapper.frontend.health import LIVE_PATH, READY_PATH
 
 RUN_AS = 10001  # the image has no user of its own (it would run as root); its files are world-readable
 REGISTRY_PORT = 8800
@@ -180,7 +181,7 @@ def registry_deployment(
         "ports": [{"name": "http", "containerPort": REGISTRY_PORT, "protocol": "TCP"}],
         "env": [{"name": "HOME", "value": "/tmp"}, *keys],
         "resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"cpu": "500m", "memory": "256Mi"}},
-        **probes(liveness_delay=10),
+        **probes(liveness_delay=10, ready_path="/health", live_path="/health"),  # the registry's own, at once
         "securityContext": container_security(),
         "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
     }
@@ -253,13 +254,15 @@ def tmp_volume(name: str = "tmp") -> dict[str, Any]:
     return {"name": name, "emptyDir": {"sizeLimit": "1Gi"}}
 
 
-def probes(liveness_delay: int) -> dict[str, Any]:
-    """Ready when /health says so; restarted only after a minute and more of failures (a backend starts slowly,
-    and /health answers 503 while it is down)."""
-    check = {"httpGet": {"path": "/health", "port": "http"}, "timeoutSeconds": 5}
+def probes(liveness_delay: int, ready_path: str = READY_PATH, live_path: str = LIVE_PATH) -> dict[str, Any]:
+    """An agent is in service while /health/ready says so (the state database answers, the backend's process
+    runs), and restarted only when /health/live has not answered for two minutes (a backend starts slowly: the
+    agent serves once it has). Neither waits on a busy backend (frontend/health.py)."""
+    ready = {"httpGet": {"path": ready_path, "port": "http"}, "timeoutSeconds": 5}
+    live = {"httpGet": {"path": live_path, "port": "http"}, "timeoutSeconds": 5}
     return {
-        "readinessProbe": {**check, "initialDelaySeconds": 2, "periodSeconds": 5, "failureThreshold": 3},
-        "livenessProbe": {**check, "initialDelaySeconds": liveness_delay, "periodSeconds": 20, "failureThreshold": 6},
+        "readinessProbe": {**ready, "initialDelaySeconds": 2, "periodSeconds": 5, "failureThreshold": 3},
+        "livenessProbe": {**live, "initialDelaySeconds": liveness_delay, "periodSeconds": 20, "failureThreshold": 6},
     }
 
 

@@ -1,4 +1,5 @@
-"""The A2A front end: a2a-sdk's own routes (card, JSON-RPC, REST, SSE) on Starlette, plus /health and /metrics.
+"""The A2A front end: a2a-sdk's own routes (card, JSON-RPC, REST, SSE) on Starlette, plus /health (health.py)
+and /metrics.
 
 The card, /health and /metrics are open. The operator endpoint (/operator/v1, frontend/operator/) has its own
 key, the console's. Every other path is an A2A method behind the guards: the caller's key (when callers are
@@ -16,7 +17,7 @@ from a2a.types import AgentCard
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.types import ASGIApp
 
@@ -41,11 +42,13 @@ from a2a_wrapper.frontend.handler.message_handler import MessageHandler
 from a2a_wrapper.frontend.handler.message_limits import MessageLimits
 from a2a_wrapper.frontend.handler.sdk_handler import SdkHandler
 from a2a_wrapper.frontend.handler.task_pages import BoundedPages
+from a2a_wrapper.frontend.health import health_routes
 from a2a_wrapper.frontend.metrics import CONTENT_TYPE, AgentMetrics
 from a2a_wrapper.frontend.sdk_layers import use_sdk_layers
 from a2a_wrapper.frontend.sdk_logs import lower_caller_errors
 from a2a_wrapper.push import Push
 from a2a_wrapper.state.message_ledger import MessageLedger
+from a2a_wrapper.state.readiness import StateCheck
 
 # A card changes only when its agent restarts on a new config; a client past max-age revalidates with the ETag.
 CARD_CACHE = "public, max-age=300"
@@ -62,23 +65,17 @@ def build_app(
     body_timeout: float = 60.0,
     limits: MessageLimits | None = None,
     operator: BaseRoute | None = None,
+    state: StateCheck | None = None,
 ) -> ASGIApp:
     """`handler` answers the A2A methods (see `request_handler`); `runtime` (where the backend runs and what
-    bounds it) is shown on /health; `operator` is the console's endpoint (frontend/operator/routes.py)."""
+    bounds it) is shown on /health, and `state` checked there; `operator` is the console's endpoint
+    (frontend/operator/routes.py)."""
     callers = Callers.from_settings(auth or AuthSettings())  # the keys are read here, at start
     if bool(card.security_requirements) != bool(callers):  # fail closed: never open while the card asks for a key
         raise ConfigError("auth: the card and the front end disagree on callers (build both from the same settings)")
     context_builder = CallContextBuilder()
     use_sdk_layers()
     lower_caller_errors()
-
-    async def health(request: Request) -> JSONResponse:
-        backend_status = await backend.health()
-        healthy = bool(backend_status.get("healthy"))
-        body: dict[str, Any] = {"status": "ok" if healthy else "degraded", "frontend": "ok", "backend": backend_status}
-        if runtime is not None:
-            body["runtime"] = runtime
-        return JSONResponse(body, status_code=200 if healthy else 503)
 
     async def scrape(request: Request) -> Response:
         assert metrics is not None
@@ -103,7 +100,7 @@ def build_app(
     ]
     open_routes = [
         *card_routes(card, CARD_PATH, CARD_CACHE),
-        Route("/health", health, methods=["GET"]),
+        *health_routes(backend, state, runtime),
         *([Route("/metrics", scrape, methods=["GET"])] if metrics is not None else []),
         *([operator] if operator is not None else []),  # its own key, outside the callers' guards
     ]

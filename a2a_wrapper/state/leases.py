@@ -4,8 +4,12 @@ A turn takes its context's lease before it opens the backend session (sessions.p
 leases of its live turns (a turn paused for a person is live) every third of `state.lease`, and lets a lease go
 when the context's last turn here ends. A message for a context whose lease another replica holds, unexpired,
 is refused with a sentence naming that replica and when its lease ends. A replica that dies stops renewing:
-after the lease its contexts are free, and the replica that takes one over fails the tasks the dead one left
-unfinished (recovery.py), then resumes the context's session if its backend can, or recreates it.
+after the lease its contexts are free, and the tasks it left unfinished are failed by whichever live replica
+comes first: the one that takes a context over, or the sweep every live replica runs (orphans.py), whether
+or not anyone sends to the context again. The replica that takes a context over then resumes the context's
+session if its backend can, or recreates it. A replica that starts again under its old name (a fixed
+`state.replica`, or HOSTNAME-PID in a container restarted in place) holds nothing yet: the leases in its name
+are its dead predecessor's (`release_all` at its start, after the tasks of their contexts were failed).
 
 On SQLite (one process owns the file) there are no leases: the front end's context locks suffice.
 """
@@ -47,13 +51,48 @@ class Replica:
     url: str  # its advertised URL, named to callers it refuses
 
 
-async def leased_contexts(engine: AsyncEngine) -> set[ContextKey]:
-    """The contexts some replica holds, unexpired."""
+@dataclass(frozen=True, slots=True)
+class Lease:
+    key: ContextKey
+    replica: str
+    expires_at: float
+
+
+async def leased_contexts(engine: AsyncEngine, other_than: str) -> set[ContextKey]:
+    """The contexts a replica other than `other_than` holds, unexpired."""
     async with engine.connect() as db:
         rows = await db.execute(
-            select(_LEASES.c.caller, _LEASES.c.context_id).where(_LEASES.c.expires_at > time.time())
+            select(_LEASES.c.caller, _LEASES.c.context_id).where(
+                _LEASES.c.expires_at > time.time(), _LEASES.c.replica != other_than
+            )
         )
         return {ContextKey(caller, context_id) for caller, context_id in rows}
+
+
+async def expired_leases(engine: AsyncEngine) -> list[Lease]:
+    """The leases their replica stopped renewing: it died, or lost the database for a whole lease."""
+    async with engine.connect() as db:
+        rows = await db.execute(select(_LEASES).where(_LEASES.c.expires_at <= time.time()))
+        return [Lease(ContextKey(row.caller, row.context_id), row.replica, row.expires_at) for row in rows]
+
+
+async def forget(engine: AsyncEngine, lease: Lease) -> None:
+    """Deletes an expired lease, unless a replica has taken the context since (the row changed)."""
+    async with engine.begin() as db:
+        await db.execute(
+            delete(_LEASES).where(
+                _LEASES.c.caller == lease.key.caller,
+                _LEASES.c.context_id == lease.key.context_id,
+                _LEASES.c.replica == lease.replica,
+                _LEASES.c.expires_at == lease.expires_at,
+            )
+        )
+
+
+async def release_all(engine: AsyncEngine, replica: str) -> None:
+    """Lets go of every lease held in `replica`'s name."""
+    async with engine.begin() as db:
+        await db.execute(delete(_LEASES).where(_LEASES.c.replica == replica))
 
 
 class ContextLeases:
@@ -63,13 +102,13 @@ class ContextLeases:
         replica: Replica,
         lease: float,
         busy: Callable[[ContextKey], bool],
-        taken_over: Callable[[ContextKey], Awaitable[object]],
+        taken_over: Callable[[ContextKey, str], Awaitable[object]],
     ) -> None:
         self._engine = engine
         self._replica = replica
         self._lease = lease
         self._busy = busy  # whether a turn of the context is live here
-        self._taken_over = taken_over  # called with a context taken from a replica whose lease had expired
+        self._taken_over = taken_over  # called with a context taken from a replica whose lease had expired, and it
         self._held: set[ContextKey] = set()
         self._released: asyncio.Queue[ContextKey] = asyncio.Queue()
 
@@ -92,7 +131,7 @@ class ContextLeases:
             log.warning(
                 "context %s: took it over from replica %s, whose lease had expired", key.context_id, holder.replica
             )
-            await self._taken_over(key)
+            await self._taken_over(key, holder.replica)
 
     def release(self, key: ContextKey) -> None:
         """The context's last turn here has ended: its lease goes (at once, by the renewing loop)."""
@@ -117,8 +156,7 @@ class ContextLeases:
 
     async def close(self) -> None:
         """Lets go of every lease this replica holds (at a stop: the contexts may run elsewhere at once)."""
-        async with self._engine.begin() as db:
-            await db.execute(delete(_LEASES).where(_LEASES.c.replica == self._replica.name))
+        await release_all(self._engine, self._replica.name)
         self._held.clear()
 
     async def _renew(self) -> None:

@@ -1,9 +1,12 @@
-"""At start: tasks a previous run left `submitted` or `working` end `failed`, with a sentence.
+"""Tasks whose turn died end `failed`, with a sentence: at start, those a previous run left `submitted` or
+`working`; on shared state, those of a replica whose lease ran out (state/orphans.py sweeps them).
 
 Their backend turn died with that run; leaving them `working` would make callers wait forever.
 """
 
 import logging
+import math
+import time
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -26,6 +29,18 @@ INTERRUPTED = (
 )
 # Waiting for a person counts too: the backend request it waited on died with the last run (fail closed).
 _UNFINISHED = {"TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_INPUT_REQUIRED"}
+
+
+def lost_with(replica: str) -> str:
+    """The sentence of a task whose replica stopped renewing its lease on the task's context."""
+    return (
+        f"Replica {replica}, which ran this task, stopped while the task was running or waiting for a person "
+        "(its lease on the context ran out); its turn was lost. Send the message again."
+    )
+
+
+def unfinished(stored: StoredTask) -> bool:
+    return stored.state in _UNFINISHED
 
 
 class _Owner(User):
@@ -64,24 +79,27 @@ async def fail_interrupted_tasks(engine: AsyncEngine, store: TaskStore) -> int:
 
 
 async def fail_orphaned_tasks(
-    store: VersionedTaskStore, candidates: Sequence[StoredTask], started_only: bool = False
+    store: VersionedTaskStore,
+    candidates: Sequence[StoredTask],
+    submitted_before: float = math.inf,
+    sentence: str = INTERRUPTED,
 ) -> int:
     """On shared state: the unfinished ones of `candidates`, whose replica is gone (its lease on their context
-    expired, or no replica holds it), end `failed` with the same sentence, as a versioned write whose event
-    reaches their subscribers on every replica. A task some replica advanced meanwhile is alive: left alone.
-    `started_only` leaves `submitted` ones too: the turn taking a context over is one (its turn starts after)."""
-    states = _UNFINISHED - {"TASK_STATE_SUBMITTED"} if started_only else _UNFINISHED
+    expired, or no replica holds it), end `failed` with `sentence`, as a versioned write whose event reaches
+    their subscribers on every replica. A task some replica advanced meanwhile is alive: left alone. A
+    `submitted` one only if it was submitted before `submitted_before` (Unix time): a live replica's new task is
+    `submitted` until its turn takes the context's lease (the turn taking a context over is one)."""
     failed = 0
     for stored in candidates:
-        if stored.state not in states:
+        if not unfinished(stored):
             continue
         context = as_owner(stored.owner)
         found = await store.get(stored.id, context)
-        if found is None:
+        if found is None or (_submitted(found.task) and _since(found.task) >= submitted_before):
             continue
         task = Task()
         task.CopyFrom(found.task)
-        _fail(task)
+        _fail(task, sentence)
         event = TaskStatusUpdateEvent(task_id=task.id, context_id=task.context_id, status=task.status)
         try:
             await store.save(task, event=event, prev=found.task, prev_version=found.version, context=context)
@@ -93,12 +111,21 @@ async def fail_orphaned_tasks(
     return failed
 
 
-def _fail(task: Task) -> None:
+def _submitted(task: Task) -> bool:
+    return task.status.state == TaskState.TASK_STATE_SUBMITTED
+
+
+def _since(task: Task) -> float:
+    """When the task's status was set (Unix time); a status without a time counts as now (not orphaned yet)."""
+    return task.status.timestamp.ToDatetime(UTC).timestamp() if task.status.HasField("timestamp") else time.time()
+
+
+def _fail(task: Task, sentence: str = INTERRUPTED) -> None:
     message = Message(
         message_id=str(uuid.uuid4()),
         role=Role.ROLE_AGENT,
         task_id=task.id,
         context_id=task.context_id,
-        parts=[new_text_part(INTERRUPTED)],
+        parts=[new_text_part(sentence)],
     )
     task.status.CopyFrom(TaskStatus(state=TaskState.TASK_STATE_FAILED, message=message, timestamp=datetime.now(UTC)))

@@ -10,10 +10,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 
-def a2a_wrap(*args: str, env: dict[str, str] | None = None, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+def a2a_wrap(
+    *args: str, env: dict[str, str] | None = None, cwd: Path = ROOT, prefix: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
+    """`prefix`: a command the run goes through (bubblewrap with a folder bound read-only, say)."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith("A2A_WRAP_") or k == "A2A_WRAP_BACKENDS_DIR"}
     return subprocess.run(
-        [sys.executable, "-m", "a2a_wrapper", *args],
+        [*prefix, sys.executable, "-m", "a2a_wrapper", *args],
         env={**clean, **(env or {})},
         cwd=cwd,
         capture_output=True,

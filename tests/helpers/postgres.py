@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from a2a_wrapper.backends.opencode.launch import free_port
 
 SUPERUSER = "postgres"  # the cluster's own role, whoever owns its files
@@ -32,6 +34,17 @@ def postgres_binaries() -> Path | None:
 class PostgresServer:
     port: int
     folder: Path
+    binaries: Path
+    options: str  # the server's command line options (its address, port and socket folder)
+
+    def stop(self) -> None:
+        """A fast shutdown, as an outage: open connections are cut, new ones refused."""
+        _as(_cluster_user(), [self.binaries / "pg_ctl", "-D", self.folder / "data", "-m", "fast", "-w", "stop"])
+
+    def start(self) -> None:
+        """Started again after `stop`; returns once it accepts connections."""
+        data, log = self.folder / "data", self.folder / "server.log"
+        _as(_cluster_user(), [self.binaries / "pg_ctl", "-D", data, "-l", log, "-w", "-o", self.options, "start"])
 
     def url(self, database: str = "postgres", password: str | None = None) -> str:
         secret = f":{password}" if password else ""
@@ -42,6 +55,13 @@ class PostgresServer:
         name = f"t_{uuid.uuid4().hex[:12]}"
         self.sql(f'CREATE DATABASE "{name}"')
         return self.url(name)
+
+    def password_role(self, role: str, password: str) -> None:
+        """A role whose logins must give `password` (the cluster trusts every other one), for a refused login."""
+        self.sql(f"CREATE ROLE \"{role}\" LOGIN PASSWORD '{password}'")
+        rules = self.folder / "data" / "pg_hba.conf"
+        rules.write_text(f"host all {role} 127.0.0.1/32 scram-sha-256\n" + rules.read_text())  # the first match wins
+        self.sql("SELECT pg_reload_conf()")
 
     def sql(self, statement: str, database: str = "postgres") -> str:
         result = subprocess.run(
@@ -54,6 +74,16 @@ class PostgresServer:
         if result.returncode:
             raise RuntimeError(f"psql failed: {result.stderr.strip()}")
         return result.stdout.strip()
+
+
+@contextmanager
+def postgres_for_tests() -> Iterator[PostgresServer]:
+    """A server as `running_postgres` starts it; the test is skipped where Debian's server is not installed."""
+    binaries = postgres_binaries()
+    if binaries is None:
+        pytest.skip("no PostgreSQL server binaries under /usr/lib/postgresql (Debian's postgresql package)")
+    with running_postgres(binaries) as server:
+        yield server
 
 
 @contextmanager
@@ -71,7 +101,7 @@ def running_postgres(binaries: Path) -> Iterator[PostgresServer]:
         options = f"-h 127.0.0.1 -p {port} -k {sockets} -c synchronous_commit=off -c max_connections=200"
         _as(user, [binaries / "pg_ctl", "-D", data, "-l", log, "-w", "-t", "60", "-o", options, "start"])
         try:
-            yield PostgresServer(port, folder)
+            yield PostgresServer(port, folder, binaries, options)
         finally:
             _as(user, [binaries / "pg_ctl", "-D", data, "-m", "fast", "-w", "-t", "60", "stop"])
     finally:

@@ -50,13 +50,14 @@ class OpenCodeClient:
         """OpenCode's own health answer (`healthy`, `version`); BackendError when it gives none."""
         return dict(await self.request("GET", "/global/health", timeout=3) or {})
 
-    async def wait_healthy(self) -> None:
-        """Its listening line came first, so a few short tries suffice; refused credentials end it at once."""
+    async def wait_healthy(self) -> dict[str, Any]:
+        """OpenCode's first healthy answer. Its listening line came first, so a few short tries suffice; refused
+        credentials end it at once."""
         last = "no answer"
         for _ in range(40):
             try:
-                if (await self.health()).get("healthy"):
-                    return
+                if (answer := await self.health()).get("healthy"):
+                    return answer
             except Unauthorized:
                 raise
             except BackendError as exc:
