@@ -4,6 +4,7 @@ Its connection bounds are HTTP's, checked with raw sockets: silent, trickling an
 their deadline, connections past the cap at once, and a stream longer than every deadline arrives whole."""
 
 import asyncio
+import logging
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -20,6 +21,7 @@ from a2a.server.request_handlers import RequestHandler
 from a2a.types import (
     AgentCard,
     CancelTaskRequest,
+    GetExtendedAgentCardRequest,
     GetTaskRequest,
     ListTasksRequest,
     Message,
@@ -405,7 +407,7 @@ async def refused(port: int, metadata: tuple[tuple[str, str], ...]) -> tuple[grp
 V1_METADATA = (("a2a-version", "1.0"),)
 
 
-async def version_refusal(call: Any) -> tuple[grpc.StatusCode, str, list[str]]:
+async def refusal_of(call: Any) -> tuple[grpc.StatusCode, str, list[str]]:
     """The status, sentence and ErrorInfo reasons a refused gRPC call ends with."""
     with pytest.raises(grpc.aio.AioRpcError) as refused:
         await call
@@ -427,18 +429,18 @@ async def test_an_a2a_version_the_service_does_not_speak_is_refused_as_on_http(
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel, asyncio.timeout(30):
         stub = a2a_pb2_grpc.A2AServiceStub(channel)
         request = SendMessageRequest(message=text_message("never run"))
-        assert await version_refusal(stub.SendMessage(request, metadata=(("a2a-version", "99.0"),))) == (
+        assert await refusal_of(stub.SendMessage(request, metadata=(("a2a-version", "99.0"),))) == (
             grpc.StatusCode.FAILED_PRECONDITION,
             "A2A version '99.0' is not supported by this handler. Expected version '1.0'.",
             ["VERSION_NOT_SUPPORTED"],
         )
         streamed = stub.SendStreamingMessage(request, metadata=(("a2a-version", "99.0"),))
-        assert (await version_refusal(anext(aiter(streamed))))[0] == grpc.StatusCode.FAILED_PRECONDITION
-        code, sentence, reasons = await version_refusal(stub.SendMessage(request))  # none: read as 0.3 (A2A §3.6.2)
+        assert (await refusal_of(anext(aiter(streamed))))[0] == grpc.StatusCode.FAILED_PRECONDITION
+        code, sentence, reasons = await refusal_of(stub.SendMessage(request))  # none: read as 0.3 (A2A §3.6.2)
         assert (code, reasons) == (grpc.StatusCode.FAILED_PRECONDITION, ["VERSION_NOT_SUPPORTED"])
         assert "needs the metadata `a2a-version: 1.0`" in sentence
         old = a2a_v0_3_pb2_grpc.A2AServiceStub(channel)  # 0.3's service, asked with 1.0
-        code, sentence, _ = await version_refusal(
+        code, sentence, _ = await refusal_of(
             old.GetTask(a2a_v0_3_pb2.GetTaskRequest(name="tasks/any"), metadata=V1_METADATA)
         )
         assert code == grpc.StatusCode.FAILED_PRECONDITION and "A2A version '1.0' is not supported" in sentence
@@ -453,6 +455,24 @@ async def test_an_a2a_version_the_service_does_not_speak_is_refused_as_on_http(
     assert over_jsonrpc.json()["error"]["code"] == -32009, "JSON-RPC refuses the same version"
     over_rest = await http.get(grpc_agent.rest + "/tasks/any", headers={"A2A-Version": "99.0"})
     assert over_rest.status_code == 400 and over_rest.json()["error"]["status"] == "FAILED_PRECONDITION"
+
+
+@pytest.mark.slow
+async def test_an_extended_card_the_agent_has_not_is_unsupported_and_only_a_debug_line(
+    grpc_agent: ServedAgent, http: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    port = grpc_port_of(await card_of(http, grpc_agent))
+    caplog.set_level(logging.DEBUG, logger="a2a.server.request_handlers.request_handler")
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel, asyncio.timeout(30):
+        card_call = a2a_pb2_grpc.A2AServiceStub(channel).GetExtendedAgentCard(
+            GetExtendedAgentCardRequest(), metadata=V1_METADATA
+        )
+        code, sentence, reasons = await refusal_of(card_call)
+    assert (code, reasons) == (grpc.StatusCode.FAILED_PRECONDITION, ["UNSUPPORTED_OPERATION"])
+    assert sentence == "The agent does not support authenticated extended cards"
+    logged = [(r.levelname, r.getMessage()) for r in caplog.records if r.name.startswith("a2a.")]
+    assert ("DEBUG", f"Validation failure: {sentence}") in logged
+    assert not [line for line in logged if line[0] in ("WARNING", "ERROR")], "the caller's mistake, not the agent's"
 
 
 @pytest.mark.slow
