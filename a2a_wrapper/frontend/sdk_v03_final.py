@@ -17,9 +17,9 @@ INTERRUPTED = frozenset({types_v03.TaskState.input_required, types_v03.TaskState
 _SDK_CONVERSION = conversions.to_compat_task_status_update_event
 
 
-def compat_status_update(event: TaskStatusUpdateEvent) -> types_v03.TaskStatusUpdateEvent:
+def compat_status_update(core_event: TaskStatusUpdateEvent) -> types_v03.TaskStatusUpdateEvent:
     """The SDK's 0.3 event, final at an interrupted state too."""
-    compat = _SDK_CONVERSION(event)
+    compat = _SDK_CONVERSION(core_event)
     if compat.status.state in INTERRUPTED:
         compat.final = True
     return compat
