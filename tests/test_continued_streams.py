@@ -75,3 +75,18 @@ async def test_an_answer_streamed_to_a_paused_task_begins_with_the_task(
     assert not any("task" in event for event in answered[1:]), "one Task, then its updates"
     assert final_state(answered) == "TASK_STATE_COMPLETED"
     assert (asking.workdir / "answered.txt").exists()
+
+
+async def test_a_continuation_the_sdk_refuses_is_refused_first_with_no_task(
+    asking: ServedAgent, http: httpx.AsyncClient
+) -> None:
+    asked = await stream(http, asking.jsonrpc, bash_params("touch never.txt"))
+    elsewhere = answer_params(asked[0]["task"], "yes")
+    elsewhere["message"]["contextId"] = "another-context"  # not the task's: the SDK refuses it
+    over_rest = await http.post(asking.rest + "/message:stream", json=elsewhere, headers=V1)
+    assert over_rest.status_code == 400 and over_rest.json()["error"]["status"] == "INVALID_ARGUMENT", over_rest.text
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": elsewhere}
+    over_jsonrpc = await http.post(asking.jsonrpc, json=body, headers=V1)
+    assert over_jsonrpc.headers["content-type"].startswith("application/json"), "an answer, not a stream"
+    assert over_jsonrpc.json()["error"]["code"] == -32602, over_jsonrpc.text
+    assert not (asking.workdir / "never.txt").exists()

@@ -7,9 +7,10 @@ Three things differ from the SDK's own handler, which does the work:
 - A message to a task that has ended is refused here, with the SDK's own error, before the SDK builds the
   machinery of a running task for it: it would start two queue dispatchers, never stop them, and asyncio
   would log "Task was destroyed but it is pending!" twice for every such message.
-- A streamed message to a task that exists (an answer to `input-required`, say) begins with the Task, as it stands
-  when the message arrives: "the stream MUST begin with the Task object" (A2A §3.1.2). The SDK streams only the
-  events the message causes, so such a stream began with a status update, on every binding.
+- A streamed message to a task that exists (an answer to `input-required`, say) begins with the Task, as it stood
+  when the message arrived: "the stream MUST begin with the Task object" (A2A §3.1.2). The SDK streams only the
+  events the message causes, so such a stream began with a status update, on every binding. The Task goes out
+  with the SDK's first event, so a message the SDK refuses (another context's, say) is still refused first.
 - A stream (a streamed message's, a subscription's) ends at most SETTLE_AFTER_END after the event that puts its
   task in a terminal state. The SDK ends it when its task's queues are torn down, by which time the task's end
   is on disk (state/task_store.py writes it one pass of the loop after the event went out); but a cancel can
@@ -65,10 +66,12 @@ class SdkHandler(DelegatingHandler):
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event]:
         continued = await self._task_continued(params, context)
-        if continued is not None:
-            yield apply_history_length(whole_answers(continued), params.configuration)
         async with aclosing(self._sdk.on_message_send_stream(params, context)) as events:
             async for event in events:
+                if continued is not None:  # shown once the SDK took the message: its refusals stay first
+                    if not isinstance(event, Task | Message):
+                        yield apply_history_length(whole_answers(continued), params.configuration)
+                    continued = None
                 yield event
                 if _ends_task(event):
                     await _settled(events)
