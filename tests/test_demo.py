@@ -4,11 +4,15 @@ prints, that the printed commands run from anywhere, and two demos on one machin
 import asyncio
 import re
 import shlex
+import uuid
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.types import AgentCard, Message, Part, Role, SendMessageRequest
+from grpc.aio import insecure_channel
 
 from tests.helpers.a2a_wire import send, task_answer
 from tests.helpers.demo_process import A2A_WRAP, Demo, free_block
@@ -17,6 +21,18 @@ from tests.helpers.fleet_process import processes_under
 pytestmark = pytest.mark.slow
 
 DEMO_AGENTS = {"opencode-coder": "opencode", "copilot-coder": "copilot", "acp-reviewer": "acp"}
+DEMO_PORTS = 1 + 2 * len(DEMO_AGENTS)  # the registry's, each agent's HTTP port, each agent's gRPC port
+
+
+async def over_grpc(card: AgentCard, text: str) -> str:
+    """The answer to one message sent by a2a-sdk's client over the card's gRPC interface."""
+    config = ClientConfig(streaming=False, supported_protocol_bindings=["GRPC"], grpc_channel_factory=insecure_channel)
+    request = SendMessageRequest(
+        message=Message(message_id=uuid.uuid4().hex, role=Role.ROLE_USER, parts=[Part(text=text)])
+    )
+    async with ClientFactory(config).create(card) as client, asyncio.timeout(60):
+        [answer] = [event async for event in client.send_message(request)]
+    return "".join(part.text for artifact in answer.task.artifacts for part in artifact.parts)
 
 
 async def listed(http: httpx.AsyncClient, demo: Demo) -> dict[str, dict[str, Any]]:
@@ -39,7 +55,7 @@ async def run_printed(command: str, cwd: Path) -> str:
 async def test_the_demo_prints_each_agent_then_commands_that_run_from_anywhere(
     tmp_path: Path, http: httpx.AsyncClient
 ) -> None:
-    port = free_block(4)
+    port = free_block(DEMO_PORTS)
     demo = await Demo.start(tmp_path, port)
     try:
         await demo.printed(r"^all 3 agents running \(registry at " + re.escape(demo.registry) + r"/agents\)$", 200)
@@ -70,9 +86,15 @@ async def test_the_demo_prints_each_agent_then_commands_that_run_from_anywhere(
 
         agents = await listed(http, demo)
         assert {name: agent["backend"] for name, agent in agents.items()} == DEMO_AGENTS
-        for name, agent in agents.items():
+        for offset, name in enumerate(DEMO_AGENTS, start=1):
+            agent = agents[name]
             task = await send(http, agent["url"] + "/a2a/jsonrpc", f"hello {name}")
             assert task_answer(task) == f"Offline model reply: hello {name}"
+            card = await A2ACardResolver(http, agent["url"]).get_agent_card()
+            assert {i.protocol_binding for i in card.supported_interfaces} == {"JSONRPC", "HTTP+JSON", "GRPC"}
+            grpc_urls = {i.url for i in card.supported_interfaces if i.protocol_binding == "GRPC"}
+            assert grpc_urls == {f"127.0.0.1:{port + len(DEMO_AGENTS) + offset}"}, "its gRPC port, after the HTTP ones"
+            assert await over_grpc(card, f"hello over gRPC {name}") == f"Offline model reply: hello over gRPC {name}"
     finally:
         code = await demo.stop()
     assert code == 0, demo.log()
@@ -91,8 +113,8 @@ def snapshot(folder: Path) -> dict[str, tuple[bytes, int]]:
 async def test_two_demos_run_side_by_side_and_a_third_on_a_taken_folder_is_refused(
     tmp_path: Path, http: httpx.AsyncClient
 ) -> None:
-    first_port = free_block(4)
-    second_port = free_block(4, avoid=range(first_port - 3, first_port + 4))
+    first_port = free_block(DEMO_PORTS)
+    second_port = free_block(DEMO_PORTS, avoid=range(first_port - DEMO_PORTS + 1, first_port + DEMO_PORTS))
     first = await Demo.start(tmp_path, first_port)
     second = await Demo.start(tmp_path, second_port)
     try:
@@ -109,7 +131,10 @@ async def test_two_demos_run_side_by_side_and_a_third_on_a_taken_folder_is_refus
             assert all(agent["state"] == "running" and agent["restarts"] == 0 for agent in agents.values())
         before = snapshot(folders[first])
 
-        third_port = free_block(4, avoid=range(min(first_port, second_port) - 3, max(first_port, second_port) + 4))
+        third_port = free_block(
+            DEMO_PORTS,
+            avoid=range(min(first_port, second_port) - DEMO_PORTS + 1, max(first_port, second_port) + DEMO_PORTS),
+        )
         on_its_folder = await Demo.start(tmp_path, third_port, "--state-dir", str(folders[first]))
         on_its_port = await Demo.start(tmp_path, first_port)
         for refused in (on_its_folder, on_its_port):

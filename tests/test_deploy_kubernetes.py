@@ -131,6 +131,17 @@ def test_the_pod_config_points_at_the_volume_and_the_service() -> None:
     assert config["backend"]["provider"]["base_url"] == "${A2A_OFFLINE_MODEL_URL:-http://127.0.0.1:8765/v1}"
 
 
+def test_grpc_is_left_out_of_the_pod_and_said_in_a_note(tmp_path: Path) -> None:
+    config = write_config(tmp_path, "both", server={"port": 9100, "grpc_port": 9200})
+    rendering = render_kubernetes(load_deployment([config]), KubernetesOptions())
+    (config_map,) = (
+        doc for doc in yaml.safe_load_all(rendering.files["agent-both.yaml"]) if doc["kind"] == "ConfigMap"
+    )
+    assert "grpc_port" not in yaml.safe_load(config_map["data"]["config.yaml"])["server"]
+    note = "server.grpc_port 9200 is left out: the manifests serve A2A over HTTP (JSON-RPC and REST) on port 8000 only"
+    assert any(line.startswith(f"both: {note}") for line in rendering.notes), rendering.notes
+
+
 def containers(workload: dict[str, Any]) -> list[dict[str, Any]]:
     return list(workload["spec"]["template"]["spec"]["containers"])
 
@@ -441,7 +452,6 @@ def test_options_are_checked(options: dict[str, str], message: str) -> None:
     [
         ({"card": {"name": "Code Review"}}, "card.name: 'Code Review' cannot name Kubernetes objects"),
         ({"card": {"name": "registry"}}, "card.name: 'registry' is the registry's name"),
-        ({"server": {"grpc_port": 9000}}, "server.grpc_port: 9000: the Kubernetes manifests serve A2A over HTTP"),
         ({"backend": {"binary": "/usr/bin/opencode"}}, "backend.binary: a program on this machine"),
     ],
 )

@@ -53,6 +53,11 @@ async def test_the_registry_lists_filters_and_describes_the_fleet(
         assert missing.status_code == 404
         assert missing.json() == {"error": "no agent named 'nobody' in this registry; known: reviewer, writer"}
         assert (await http.get(fleet.registry + "/health")).json() == {"status": "ok", "agents": 2, "running": 2}
+        opened = await http.get(fleet.registry + "/", follow_redirects=False)  # a person opening the registry
+        assert (opened.status_code, opened.headers["location"]) == (307, "/console")
+        landed = await http.get(fleet.registry + "/", follow_redirects=True)
+        assert landed.status_code == 200 and str(landed.url) == fleet.registry + "/console"
+        assert 'id="sign-in-message"' in landed.text, "the console's sign-in page (no operators: the one-time link)"
 
         catalog = await http.get(fleet.registry + "/.well-known/ai-catalog.json")  # what catalog readers fetch
         assert catalog.headers["content-type"] == "application/ai-catalog+json"

@@ -4,6 +4,7 @@ Its connection bounds are HTTP's, checked with raw sockets: silent, trickling an
 their deadline, connections past the cap at once, and a stream longer than every deadline arrives whole."""
 
 import asyncio
+import logging
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -15,10 +16,12 @@ import grpc.aio
 import httpx
 import pytest
 from a2a.client import A2ACardResolver, Client, ClientCallContext, ClientConfig, ClientFactory
+from a2a.compat.v0_3 import a2a_v0_3_pb2, a2a_v0_3_pb2_grpc
 from a2a.server.request_handlers import RequestHandler
 from a2a.types import (
     AgentCard,
     CancelTaskRequest,
+    GetExtendedAgentCardRequest,
     GetTaskRequest,
     ListTasksRequest,
     Message,
@@ -32,6 +35,7 @@ from a2a.types import (
 )
 from a2a.utils.errors import TaskNotFoundError
 from google.protobuf import json_format, struct_pb2
+from google.rpc import error_details_pb2, status_pb2
 
 from a2a_wrapper.agent import running_agent
 from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSettings
@@ -400,6 +404,77 @@ async def refused(port: int, metadata: tuple[tuple[str, str], ...]) -> tuple[grp
     pytest.fail("the call was let in")
 
 
+V1_METADATA = (("a2a-version", "1.0"),)
+
+
+async def refusal_of(call: Any) -> tuple[grpc.StatusCode, str, list[str]]:
+    """The status, sentence and ErrorInfo reasons a refused gRPC call ends with."""
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await call
+    trailing = dict(refused.value.trailing_metadata() or ())
+    status = status_pb2.Status.FromString(trailing["grpc-status-details-bin"]) if trailing else status_pb2.Status()
+    reasons = []
+    for detail in status.details:
+        info = error_details_pb2.ErrorInfo()
+        if detail.Unpack(info):
+            reasons.append(info.reason)
+    return refused.value.code(), refused.value.details() or "", reasons
+
+
+@pytest.mark.slow
+async def test_an_a2a_version_the_service_does_not_speak_is_refused_as_on_http(
+    grpc_agent: ServedAgent, http: httpx.AsyncClient
+) -> None:
+    port = grpc_port_of(await card_of(http, grpc_agent))
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel, asyncio.timeout(30):
+        stub = a2a_pb2_grpc.A2AServiceStub(channel)
+        request = SendMessageRequest(message=text_message("never run"))
+        assert await refusal_of(stub.SendMessage(request, metadata=(("a2a-version", "99.0"),))) == (
+            grpc.StatusCode.FAILED_PRECONDITION,
+            "A2A version '99.0' is not supported by this handler. Expected version '1.0'.",
+            ["VERSION_NOT_SUPPORTED"],
+        )
+        streamed = stub.SendStreamingMessage(request, metadata=(("a2a-version", "99.0"),))
+        assert (await refusal_of(anext(aiter(streamed))))[0] == grpc.StatusCode.FAILED_PRECONDITION
+        code, sentence, reasons = await refusal_of(stub.SendMessage(request))  # none: read as 0.3 (A2A §3.6.2)
+        assert (code, reasons) == (grpc.StatusCode.FAILED_PRECONDITION, ["VERSION_NOT_SUPPORTED"])
+        assert "needs the metadata `a2a-version: 1.0`" in sentence
+        old = a2a_v0_3_pb2_grpc.A2AServiceStub(channel)  # 0.3's service, asked with 1.0
+        code, sentence, _ = await refusal_of(
+            old.GetTask(a2a_v0_3_pb2.GetTaskRequest(name="tasks/any"), metadata=V1_METADATA)
+        )
+        assert code == grpc.StatusCode.FAILED_PRECONDITION and "A2A version '1.0' is not supported" in sentence
+        listed = await stub.ListTasks(ListTasksRequest(), metadata=(("a2a-version", "1.0.7"),))  # a patch is 1.0
+    assert list(listed.tasks) == [], "nothing refused was run or stored"
+
+    over_jsonrpc = await http.post(
+        grpc_agent.jsonrpc,
+        json={"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "any"}},
+        headers={"A2A-Version": "99.0"},
+    )
+    assert over_jsonrpc.json()["error"]["code"] == -32009, "JSON-RPC refuses the same version"
+    over_rest = await http.get(grpc_agent.rest + "/tasks/any", headers={"A2A-Version": "99.0"})
+    assert over_rest.status_code == 400 and over_rest.json()["error"]["status"] == "FAILED_PRECONDITION"
+
+
+@pytest.mark.slow
+async def test_an_extended_card_the_agent_has_not_is_unsupported_and_only_a_debug_line(
+    grpc_agent: ServedAgent, http: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    port = grpc_port_of(await card_of(http, grpc_agent))
+    caplog.set_level(logging.DEBUG, logger="a2a.server.request_handlers.request_handler")
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel, asyncio.timeout(30):
+        card_call = a2a_pb2_grpc.A2AServiceStub(channel).GetExtendedAgentCard(
+            GetExtendedAgentCardRequest(), metadata=V1_METADATA
+        )
+        code, sentence, reasons = await refusal_of(card_call)
+    assert (code, reasons) == (grpc.StatusCode.FAILED_PRECONDITION, ["UNSUPPORTED_OPERATION"])
+    assert sentence == "The agent does not support authenticated extended cards"
+    logged = [(r.levelname, r.getMessage()) for r in caplog.records if r.name.startswith("a2a.")]
+    assert ("DEBUG", f"Validation failure: {sentence}") in logged
+    assert not [line for line in logged if line[0] in ("WARNING", "ERROR")], "the caller's mistake, not the agent's"
+
+
 @pytest.mark.slow
 async def test_the_0_3_grpc_service_answers_through_the_same_tasks(
     grpc_agent: ServedAgent, http: httpx.AsyncClient
@@ -473,8 +548,8 @@ async def test_a_number_json_has_not_is_refused_before_anything_runs_or_is_store
             message = text_message("hi")
             message.MergeFrom(fields)
             with pytest.raises(grpc.aio.AioRpcError) as refused:
-                await stub.SendMessage(SendMessageRequest(message=message))
+                await stub.SendMessage(SendMessageRequest(message=message), metadata=V1_METADATA)
             assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT, refused.value.details()
             assert f"The message's {says}: JSON has no such number" in (refused.value.details() or ""), says
-        listed = await stub.ListTasks(ListTasksRequest())
+        listed = await stub.ListTasks(ListTasksRequest(), metadata=V1_METADATA)
     assert list(listed.tasks) == [], "nothing was run or stored"

@@ -7,6 +7,7 @@ registered them."""
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from copy import deepcopy
 from dataclasses import dataclass
 from typing import Any
 
@@ -158,6 +159,33 @@ async def test_a_person_needed_and_the_end_are_pushed_with_the_configs_credentia
     assert states == ["TASK_STATE_WORKING", "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
     assert [d.state for d in receiver.at("rest")] == ["TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]
     assert "authorization" not in receiver.at("rest")[0].headers
+
+
+async def test_a_webhook_a_retry_carries_is_checked_and_kept_for_the_first_attempts_task(
+    make_settings: SettingsFactory, offline_model: OfflineModel, http: httpx.AsyncClient, receiver: Receiver
+) -> None:
+    async with serving(make_settings(shield=ShieldConfig(), push=LOOPBACK), offline_model) as served:
+        params = bash_params("touch retried.txt")
+        asked = await stream(http, served.jsonrpc, params)  # the first attempt, without a webhook: it waits
+        approval, task = approval_of(asked), asked[0]["task"]
+
+        private = await rpc(
+            http, served.jsonrpc, "SendMessage", with_webhook(deepcopy(params), "http://10.1.2.3/h", "t")
+        )
+        assert private["error"]["code"] == -32602 and "10.1.2.3, a private address" in private["error"]["message"]
+        again = await rpc(
+            http, served.jsonrpc, "SendMessage", with_webhook(deepcopy(params), receiver.url("r"), "tok-r")
+        )
+        assert again["result"]["task"]["id"] == task["id"], "a retry: the first attempt's task"
+        listed = (await configs_of(http, served, task["id"]))["result"]["configs"]
+        assert [(c["url"], c["token"]) for c in listed] == [(receiver.url("r"), "tok-r")], "kept, the bad one not"
+
+        await stream(
+            http, served.jsonrpc, answer_params(task, data={"approval": approval["id"], "option": "allow_once"})
+        )
+        ended = await receiver.wait_for("r", "TASK_STATE_COMPLETED")
+        assert ended.headers["x-a2a-notification-token"] == "tok-r"
+        assert ended.body["statusUpdate"]["taskId"] == task["id"]
 
 
 async def test_retried_with_backoff_and_a_slow_receiver_never_delays_the_turn(

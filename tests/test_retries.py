@@ -70,6 +70,30 @@ async def test_a_resent_message_without_a_context_returns_its_task(agent: Served
     assert prompts_with(agent.model, word) == 1
 
 
+async def test_the_same_message_id_naming_another_task_is_refused_and_runs_nothing(
+    agent: ServedAgent, http: httpx.AsyncClient
+) -> None:
+    word = marker("othertask")
+    context = "ctx-" + word
+    first = {"message": user_message(f"{word} first", context)}
+    async with asyncio.timeout(60):
+        made = await send_params(http, agent.jsonrpc, first)
+        other = await send_params(http, agent.jsonrpc, {"message": user_message(f"{word} second", context)})
+        seen = prompts_with(agent.model, word)
+        naming = copy.deepcopy(first)
+        naming["message"]["taskId"] = other["id"]
+        refused = await rpc(http, agent.jsonrpc, "SendMessage", naming)
+        over_rest = await http.post(agent.rest + "/message:send", json=naming, headers=V1)
+        retried = await send_params(http, agent.jsonrpc, {"message": {**first["message"], "taskId": made["id"]}})
+    message_id = first["message"]["messageId"]
+    sentence = f"messageId {message_id!r} was sent before and made task {made['id']}, but this message names task "
+    assert refused["error"]["code"] == -32602 and refused["error"]["message"].startswith(sentence), refused
+    assert over_rest.status_code == 400 and over_rest.json()["error"]["status"] == "INVALID_ARGUMENT", over_rest.text
+    assert sentence in over_rest.json()["error"]["message"]
+    assert retried["id"] == made["id"], "naming the task it made is a retry"
+    assert prompts_with(agent.model, word) == seen == 2, "nothing ran again"
+
+
 async def test_the_same_message_id_in_another_context_is_a_new_message(
     agent: ServedAgent, http: httpx.AsyncClient
 ) -> None:

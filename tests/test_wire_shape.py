@@ -19,6 +19,7 @@ pytestmark = pytest.mark.slow
 
 LONG = "[[long:20]] [[slow:1]]"  # spread over a second: many chunks
 WHOLE = " ".join(f"word{i}" for i in range(1, 21))
+NO_EXTENDED_CARD = "The agent does not support authenticated extended cards"  # a2a-sdk's sentence
 
 
 def response_parts(task: dict[str, Any]) -> list[dict[str, Any]]:
@@ -156,6 +157,7 @@ async def test_a_callers_mistakes_leave_no_warning_or_error_in_the_log(
     ended = (await rpc(http, agent.jsonrpc, "SendMessage", {"message": user_message("done")}))["result"]["task"]
     caplog.set_level(logging.INFO)
     caplog.set_level(logging.DEBUG, logger="a2a.utils.error_handlers")  # shown at DEBUG, not hidden
+    caplog.set_level(logging.DEBUG, logger="a2a.server.request_handlers.request_handler")
     late = user_message("more", task_id=ended["id"])
     answers = [
         await rpc(http, agent.jsonrpc, "SendMessage", {"message": late}),
@@ -163,8 +165,10 @@ async def test_a_callers_mistakes_leave_no_warning_or_error_in_the_log(
         await rpc(http, agent.jsonrpc, "GetTask", {"id": "no-such-task"}),
         await rpc(http, agent.jsonrpc, "GetTask", {"id": 5, "historyLength": "many"}),
         await rpc(http, agent.jsonrpc, "NoSuchMethod", {}),
+        await rpc(http, agent.jsonrpc, "GetExtendedAgentCard", {}),  # the card says it has none
+        await rpc03(http, agent.jsonrpc, "agent/getAuthenticatedExtendedCard", {}),
     ]
-    assert [a["error"]["code"] for a in answers] == [-32004, -32004, -32001, -32602, -32601]
+    assert [a["error"]["code"] for a in answers] == [-32004, -32004, -32001, -32602, -32601, -32004, -32004]
     unversioned = await http.post(
         agent.jsonrpc, json={"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}}
     )
@@ -174,8 +178,10 @@ async def test_a_callers_mistakes_leave_no_warning_or_error_in_the_log(
         (await http.post(f"{agent.rest}/message:stream", json={"message": late}, headers=V1)).status_code,
         (await http.get(f"{agent.rest}/tasks/no-such-task", headers=V1)).status_code,
         (await http.get(f"{agent.rest}/v1/tasks/no-such-task:subscribe")).status_code,
+        (await http.get(f"{agent.rest}/extendedAgentCard", headers=V1)).status_code,
+        (await http.get(f"{agent.rest}/v1/card")).status_code,
     ]
-    assert statuses == [400, 400, 404, 404]
+    assert statuses == [400, 400, 404, 404, 400, 400]
     gc.collect()  # a leaked asyncio task says "destroyed but pending" when collected
     await asyncio.sleep(0.1)
     loud = [f"{r.levelname} {r.name}: {r.getMessage()}" for r in caplog.records if r.levelno >= logging.WARNING]
@@ -183,3 +189,5 @@ async def test_a_callers_mistakes_leave_no_warning_or_error_in_the_log(
     assert not any("Task was destroyed" in r.getMessage() for r in caplog.records)
     lowered = [r for r in caplog.records if r.name == "a2a.utils.error_handlers"]
     assert lowered and all(r.levelname == "DEBUG" for r in lowered)
+    unsupported = [r for r in caplog.records if r.getMessage() == "Validation failure: " + NO_EXTENDED_CARD]
+    assert len(unsupported) == 4 and all(r.levelname == "DEBUG" for r in unsupported), "each call, at DEBUG"

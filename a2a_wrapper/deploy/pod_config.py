@@ -57,7 +57,7 @@ def pod_config(agent: AgentSpec, advertise_url: str, secret: str) -> PodConfig:
     refuse_literal_keys(agent, data, secret)
     refuse_unfit_for_sidecar(agent)
     config = PodConfig(files={})
-    _rewrite_server(agent, data, advertise_url)
+    _rewrite_server(agent, data, advertise_url, config)
     _rewrite_backend(agent, data)
     _rewrite_runtime(agent, data, config)
     _set(data, "state_dir", STATE_DIR)
@@ -115,13 +115,17 @@ def key_variables(agent: AgentSpec, data: dict[str, Any]) -> dict[str, bool]:
     return dict(sorted(variables.items()))
 
 
-def _rewrite_server(agent: AgentSpec, data: dict[str, Any], advertise_url: str) -> None:
-    if agent.settings.server.grpc_port is not None:
-        raise ConfigError(
-            f"{agent.config}: server.grpc_port: {agent.settings.server.grpc_port}: the Kubernetes manifests serve "
-            f"A2A over HTTP on port {POD_PORT} only; remove it"
-        )
+def _rewrite_server(agent: AgentSpec, data: dict[str, Any], advertise_url: str, config: PodConfig) -> None:
+    """server: the pod's port and URL. gRPC (on in the examples and the demo) is left out, said in a note: the
+    manifests serve A2A over HTTP only, and the pod's card then lists only the bindings the pod serves."""
     server = _section(data, "server")
+    if agent.settings.server.grpc_port is not None:
+        for spelling in ("grpc_port", to_camel("grpc_port")):
+            server.pop(spelling, None)
+        config.notes.append(
+            f"server.grpc_port {agent.settings.server.grpc_port} is left out: the manifests serve A2A over HTTP "
+            f"(JSON-RPC and REST) on port {POD_PORT} only, and the pod's card lists those"
+        )
     _set(server, "host", "0.0.0.0")
     _set(server, "port", POD_PORT)
     _set(server, "advertise_url", advertise_url)

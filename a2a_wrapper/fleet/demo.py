@@ -5,8 +5,11 @@ Three agents on three providers — OpenCode, Copilot CLI (through github-copilo
 writes their configs into its state folder (they name the installed binaries and the offline model's port)
 and runs them as `a2a-wrap fleet` would.
 
-Two demos on one machine: each registry port has its own state folder (`demo` for the default port,
-`demo-PORT` otherwise), and the agents take the three ports after the registry's. The folder is locked for
+Every agent serves all three A2A bindings, so its card lists each: JSON-RPC and REST on its HTTP port, gRPC on
+a port of its own. Two demos on one machine: each registry port has its own state folder (`demo` for the
+default port, `demo-PORT` otherwise); the agents take the three ports after the registry's for HTTP and the
+three after those for gRPC, a block of seven ports, and a second demo is offered a registry port ten further on
+(a block that cannot overlap the first's). The folder is locked for
 the run (see ownership: a lock keeps the agents' tasks, workspaces and unpacked Copilot CLI for the next run,
 where a folder per run would throw them away), so a second demo on the same folder is refused with a sentence
 naming the first one's pid and saying how to run a second one, before it writes anything.
@@ -36,6 +39,8 @@ from a2a_wrapper.state.lock import FolderBusy, FolderLock
 # Shell commands, edits and fetches are put to the caller (input-required); reads are allowed.
 DEMO_SHIELD = {"defaults": {"read": "allow"}}
 AGENT_NAMES = ("opencode-coder", "copilot-coder", "acp-reviewer")  # on the registry's port + 1, + 2, + 3
+DEMO_PORTS = 1 + 2 * len(AGENT_NAMES)  # the registry's, then each agent's HTTP port, then each agent's gRPC port
+SECOND_DEMO_STEP = 10  # a second demo's registry port is this much further on: its block cannot overlap
 DemoOperator = tuple[str, str]  # (name, the environment variable holding the key), as --operator NAME:ENV_VAR
 
 
@@ -100,7 +105,7 @@ def write_fleet(
         folder.mkdir(parents=True, exist_ok=True)
         config = {
             **config,
-            "server": {"port": registry_port + offset},
+            "server": {"port": registry_port + offset, "grpc_port": registry_port + len(AGENT_NAMES) + offset},
             "shield": DEMO_SHIELD,
             "state_dir": str(folder / "state"),
         }
@@ -122,7 +127,7 @@ def demo_state_dir(registry_port: int) -> Path:
 
 def _ports_free(registry_port: int) -> bool:
     try:
-        for port in range(registry_port, registry_port + 1 + len(AGENT_NAMES)):
+        for port in range(registry_port, registry_port + DEMO_PORTS):
             bind_port("127.0.0.1", port, "demo").close()
     except ConfigError:
         return False
@@ -131,18 +136,19 @@ def _ports_free(registry_port: int) -> bool:
 
 def _second_demo_port(registry_port: int) -> int:
     """A registry port after this one whose block (registry and agents) is free now."""
-    candidates = range(registry_port + 10, 65535 - len(AGENT_NAMES), 10)
-    return next((port for port in candidates if _ports_free(port)), registry_port + 10)
+    candidates = range(registry_port + SECOND_DEMO_STEP, 65536 - DEMO_PORTS, SECOND_DEMO_STEP)
+    return next((port for port in candidates if _ports_free(port)), registry_port + SECOND_DEMO_STEP)
 
 
 def _check_ports(registry_port: int) -> None:
-    for offset, who in enumerate(("the registry", *AGENT_NAMES)):
+    grpc = tuple(f"{name}'s gRPC" for name in AGENT_NAMES)
+    for offset, who in enumerate(("the registry", *AGENT_NAMES, *grpc)):
         try:
             bind_port("127.0.0.1", registry_port + offset, f"demo ({who})").close()
         except ConfigError as exc:
             other = _second_demo_port(registry_port)
             raise ConfigError(
-                f"{exc}; the demo takes --port {registry_port} and the {len(AGENT_NAMES)} ports after it: "
+                f"{exc}; the demo takes --port {registry_port} and the {DEMO_PORTS - 1} ports after it: "
                 f"try `{command_prefix()} demo --port {other}`"
             ) from None
 

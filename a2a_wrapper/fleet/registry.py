@@ -1,5 +1,6 @@
 """The registry: GET /agents (optionally ?skill=TAG_OR_ID), GET /agents/{name}, GET /health, the same agents as an
 AI Catalog at /.well-known/ai-catalog.json (ai_catalog.py), and the console's routes under /console (console/).
+Its root URL, the one a person opens, redirects to the console (to /agents when the registry has none).
 
 Each agent is described as
 `{name, url, card_url, state, backend, model, skills: [{id, name, tags}], last_health, restarts, ...}`;
@@ -13,7 +14,7 @@ import httpx
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, RedirectResponse
 from starlette.routing import BaseRoute, Route
 
 from a2a_wrapper.fleet.ai_catalog import CATALOG_MEDIA_TYPE, CATALOG_PATH, ai_catalog
@@ -87,8 +88,14 @@ def build_registry_app(listing: Callable[[], Sequence[Listed]], console: Sequenc
         states = [agent.describe()["state"] for agent in listing()]
         return JSONResponse({"status": "ok", "agents": len(states), "running": states.count("running")})
 
+    home = CONSOLE_PATH if console else "/agents"
+
+    async def root(request: Request) -> RedirectResponse:
+        return RedirectResponse(home, status_code=307)
+
     return Starlette(
         routes=[
+            Route("/", root, methods=["GET"]),
             Route("/agents", agents, methods=["GET"]),
             Route("/agents/{name}", agent, methods=["GET"]),
             Route("/health", health, methods=["GET"]),

@@ -27,6 +27,7 @@ from a2a.compat.v0_3 import a2a_v0_3_pb2_grpc
 from a2a.compat.v0_3.grpc_handler import CompatGrpcHandler
 from a2a.server.request_handlers import GrpcHandler, RequestHandler
 from a2a.types import a2a_pb2_grpc
+from a2a.utils.constants import PROTOCOL_VERSION_0_3, PROTOCOL_VERSION_1_0
 
 from a2a_wrapper.config.settings import AgentSettings, ServerSettings
 from a2a_wrapper.errors import ConfigError
@@ -76,9 +77,12 @@ class GrpcBinding:
     async def serving(self, handler: RequestHandler, end_turns: Callable[[], Awaitable[None]]) -> AsyncIterator[None]:
         """A2A 1.0 and 0.3 answered by `handler`. At the exit no new call is taken, the running turns end with their
         sentence (their streams close with that final event) and calls still open after the grace are cut."""
-        builder = CallerContextBuilder()
-        a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler, builder), self._server)
-        a2a_v0_3_pb2_grpc.add_A2AServiceServicer_to_server(CompatGrpcHandler(handler, builder), self._server)
+        a2a_pb2_grpc.add_A2AServiceServicer_to_server(
+            GrpcHandler(handler, CallerContextBuilder(PROTOCOL_VERSION_1_0)), self._server
+        )
+        a2a_v0_3_pb2_grpc.add_A2AServiceServicer_to_server(
+            CompatGrpcHandler(handler, CallerContextBuilder(PROTOCOL_VERSION_0_3)), self._server
+        )
         await self._server.start()
         self._started = True
         log.info("agent %r serving gRPC (A2A 1.0 and 0.3) on %s", self._agent, self._address)

@@ -5,10 +5,17 @@ A call's metadata is read as the HTTP connection `KeyAuthentication` reads (`aut
 call ends UNAUTHENTICATED before the A2A method runs. The admitted caller's name reaches the SDK's handler as
 `ServerCallContext.user` (its task stores scope every task to that owner) through a context variable: gRPC runs
 an interceptor and the method it guards in one `contextvars.Context` per call.
+
+Each service also holds a call to the A2A version it speaks, as the HTTP routes hold a request (A2A §3.6.2): the
+`a2a-version` metadata is judged by a2a-sdk's own rule for the `A2A-Version` header (`validate_version`: the same
+major version; none at all is 0.3), so `a2a-version: 99.0`, or a 1.0 call without the metadata, is refused with
+VersionNotSupported before the A2A method runs, in the status the SDK gives that error (FAILED_PRECONDITION, as
+§5.4's table says).
 """
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar
+from functools import cache
 from typing import Any
 
 import grpc
@@ -17,6 +24,9 @@ from a2a.auth.user import UnauthenticatedUser, User
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers.grpc_handler import DefaultGrpcServerCallContextBuilder
 from a2a.server.routes.common import StarletteUser
+from a2a.utils.constants import PROTOCOL_VERSION_1_0, VERSION_HEADER
+from a2a.utils.errors import VersionNotSupportedError
+from a2a.utils.version_validator import validate_version
 from starlette.authentication import AuthenticationError
 from starlette.requests import HTTPConnection
 
@@ -85,14 +95,43 @@ def _peer(peer: str) -> tuple[str, int] | None:
     return (host, int(port)) if family in ("ipv4", "ipv6") and port.isdigit() else None
 
 
+NEEDS_VERSION = (
+    "A2A 1.0's gRPC service needs the metadata `a2a-version: 1.0` on every call (a call without it is read as "
+    "A2A 0.3, whose gRPC service is a2a.v1.A2AService)"
+)
+
+
 class CallerContextBuilder(DefaultGrpcServerCallContextBuilder):
     """The SDK's builder with the admitted caller as the user and, as on HTTP, the metadata minus credentials as
-    `state["headers"]` (the SDK's `grpc_context` is left out: through it the key would reach the handler)."""
+    `state["headers"]` (the SDK's `grpc_context` is left out: through it the key would reach the handler). A call
+    whose `a2a-version` is not `version` (the service's) raises VersionNotSupportedError: the SDK's gRPC handlers
+    build the context inside their error handling, so the call ends with that error's status."""
+
+    def __init__(self, version: str) -> None:
+        self._version = version
 
     def build(self, context: grpc.aio.ServicerContext) -> ServerCallContext:
         call = super().build(context)
         call.state = {"headers": {k: v for k, v in _text_metadata(context) if k not in CREDENTIAL_HEADERS}}
+        try:
+            _version_check(self._version)(call)
+        except VersionNotSupportedError as exc:
+            if self._version == PROTOCOL_VERSION_1_0 and not call.state["headers"].get(VERSION_HEADER.lower()):
+                raise VersionNotSupportedError(message=NEEDS_VERSION) from exc
+            raise
         return call
 
     def build_user(self, context: grpc.aio.ServicerContext) -> User:
         return _CALLER.get() or UnauthenticatedUser()
+
+
+@cache
+def _version_check(version: str) -> Callable[[ServerCallContext], AsyncIterator[None]]:
+    """a2a-sdk's decision on a call's A2A version, the one its HTTP routes apply. Its decorator judges an async
+    generator function when it is called, before the generator runs, so calling this raises at once."""
+
+    @validate_version(version)
+    async def speaks(context: ServerCallContext) -> AsyncIterator[None]:
+        yield None
+
+    return speaks

@@ -1,7 +1,9 @@
 """a2a-sdk's log lines about a caller's bad request shown at DEBUG, not as warnings and errors.
 
-A request for an unknown task, with invalid params, to an ended task, for an unknown method or without the
-version header is answered with the protocol's error; it says nothing about this agent's health. The SDK logs
+A request for an unknown task, with invalid params, to an ended task, for an unknown method, without the
+version header or for what the card says the agent does not do (the extended card, push configs while push is off:
+the SDK's capability checks, logged at ERROR as "Validation failure") is answered with the protocol's error; it
+says nothing about this agent's health. The SDK logs
 each such answer at WARNING, and a request it cannot parse at ERROR with a traceback. Those records, and only
 those (known by their logger, message template and level), are lowered to DEBUG, traceback kept. The same
 templates logged at ERROR for an internal error (-32603, REST 500), and every other record, keep their level.
@@ -21,6 +23,7 @@ CALLER_ERRORS: dict[str, dict[str, int]] = {
     "a2a.compat.v0_3.jsonrpc_adapter": {"Failed to validate base JSON-RPC request for v0.3": ERROR},
     "a2a.utils.error_handlers": {"Request error: Code=%s, Message='%s'%s": WARNING, "Parse error: %s": WARNING},
     "a2a.utils.version_validator": {"Version mismatch: actual='%s', expected='%s'": WARNING},
+    "a2a.server.request_handlers.request_handler": {"Validation failure: %s": ERROR},
 }
 
 

@@ -10,7 +10,9 @@ Every binding (JSON-RPC, REST, gRPC; 1.0 and 0.3) calls this one object, so each
 - a message whose messageId the same caller already sent in the same context (state/message_ledger.py) is
   answered with the task it created (frontend/handler/retries.py): the turn and its tool calls do not run again. A retry
   that races its first attempt waits until that attempt's task holds the message (frontend/handler/attempts.py), so no
-  two attempts of one message run, whichever arrives first.
+  two attempts of one message run, whichever arrives first. A webhook the retry registers inline is checked and kept
+  for that task as CreateTaskPushNotificationConfig would (a bad one refused with its sentence). A message naming
+  another task than the one its messageId made is not a retry but a mistake: InvalidParams, nothing run.
 
 Every other method is a2a-sdk's own (frontend/handler/delegating_handler.py).
 """
@@ -22,8 +24,8 @@ from contextlib import aclosing, asynccontextmanager
 from a2a.server.context import ServerCallContext
 from a2a.server.events import Event
 from a2a.server.request_handlers import RequestHandler
-from a2a.types import Message, SendMessageRequest, Task
-from a2a.utils.errors import PushNotificationNotSupportedError, TaskNotFoundError
+from a2a.types import Message, SendMessageRequest, Task, TaskPushNotificationConfig
+from a2a.utils.errors import InvalidParamsError, PushNotificationNotSupportedError, TaskNotFoundError
 
 from a2a_wrapper.frontend.auth import caller_of
 from a2a_wrapper.frontend.handler.attempts import CLAIMED_TASK, Attempt, Attempts
@@ -32,6 +34,11 @@ from a2a_wrapper.frontend.handler.message_limits import MessageLimits
 from a2a_wrapper.frontend.handler.message_numbers import check_numbers
 from a2a_wrapper.frontend.handler.retries import current_task, repeated_send, repeated_stream
 from a2a_wrapper.state.message_ledger import MessageKey, MessageLedger
+
+OTHER_TASK = (
+    "messageId {id!r} was sent before and made task {earlier}, but this message names task {named}: a message sent "
+    "again names the task it made (or none), and a new message needs a new messageId. Nothing was run."
+)
 
 
 class MessageHandler(DelegatingHandler):
@@ -57,6 +64,7 @@ class MessageHandler(DelegatingHandler):
         self._check(params)
         admission = await self._admit(params, context)
         if isinstance(admission, Task):
+            await self._keep_webhook(admission, params, context)
             return await repeated_send(self._inner, admission, params, context)
         async with self._first(admission, context):
             return await self._inner.on_message_send(params, context)
@@ -66,6 +74,8 @@ class MessageHandler(DelegatingHandler):
     ) -> AsyncGenerator[Event]:
         self._check(params)
         admission = await self._admit(params, context)
+        if isinstance(admission, Task):
+            await self._keep_webhook(admission, params, context)
         events = (
             repeated_stream(self._inner, admission, params, context)
             if isinstance(admission, Task)
@@ -105,10 +115,23 @@ class MessageHandler(DelegatingHandler):
             if earlier is None:
                 return attempt
             self._attempts.end(attempt)
+            if message.task_id and message.task_id != earlier:
+                raise InvalidParamsError(
+                    message=OTHER_TASK.format(id=message.message_id, earlier=earlier, named=message.task_id)
+                )
             try:
                 return await current_task(self._inner, earlier, params, context)
             except TaskNotFoundError:  # gone since: the message is new again
                 await self._ledger.forget(key, earlier)
+
+    async def _keep_webhook(self, task: Task, params: SendMessageRequest, context: ServerCallContext) -> None:
+        """The webhook a retry carries, checked and stored for the first attempt's task by the SDK's own method."""
+        if not params.configuration.HasField("task_push_notification_config"):
+            return
+        config = TaskPushNotificationConfig()
+        config.CopyFrom(params.configuration.task_push_notification_config)
+        config.task_id = task.id
+        await self._inner.on_create_task_push_notification_config(config, context)
 
     @asynccontextmanager
     async def _first(self, attempt: Attempt | Task | None, context: ServerCallContext) -> AsyncIterator[None]:

@@ -7,6 +7,10 @@ Three things differ from the SDK's own handler, which does the work:
 - A message to a task that has ended is refused here, with the SDK's own error, before the SDK builds the
   machinery of a running task for it: it would start two queue dispatchers, never stop them, and asyncio
   would log "Task was destroyed but it is pending!" twice for every such message.
+- A streamed message to a task that exists (an answer to `input-required`, say) begins with the Task, as it stood
+  when the message arrived: "the stream MUST begin with the Task object" (A2A §3.1.2). The SDK streams only the
+  events the message causes, so such a stream began with a status update, on every binding. The Task goes out
+  with the SDK's first event, so a message the SDK refuses (another context's, say) is still refused first.
 - A stream (a streamed message's, a subscription's) ends at most SETTLE_AFTER_END after the event that puts its
   task in a terminal state. The SDK ends it when its task's queues are torn down, by which time the task's end
   is on disk (state/task_store.py writes it one pass of the loop after the event went out); but a cancel can
@@ -38,6 +42,7 @@ from a2a.types import (
     TaskStatusUpdateEvent,
 )
 from a2a.utils.errors import TaskNotFoundError, UnsupportedOperationError
+from a2a.utils.task import apply_history_length
 
 from a2a_wrapper.frontend.handler.delegating_handler import DelegatingHandler
 from a2a_wrapper.state.whole_answers import whole_answers
@@ -53,16 +58,20 @@ class SdkHandler(DelegatingHandler):
         self._sdk = sdk
 
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task | Message:
-        await self._refuse_ended(params, context)
+        await self._task_continued(params, context)
         result = await self._sdk.on_message_send(params, context)
         return whole_answers(result) if isinstance(result, Task) else result
 
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event]:
-        await self._refuse_ended(params, context)
+        continued = await self._task_continued(params, context)
         async with aclosing(self._sdk.on_message_send_stream(params, context)) as events:
             async for event in events:
+                if continued is not None:  # shown once the SDK took the message: its refusals stay first
+                    if not isinstance(event, Task | Message):
+                        yield apply_history_length(whole_answers(continued), params.configuration)
+                    continued = None
                 yield event
                 if _ends_task(event):
                     await _settled(events)
@@ -94,18 +103,21 @@ class SdkHandler(DelegatingHandler):
                     await _settled(events)
                     return
 
-    async def _refuse_ended(self, params: SendMessageRequest, context: ServerCallContext) -> None:
-        """The SDK's refusal of a message to an ended task, raised before the SDK starts anything for it."""
+    async def _task_continued(self, params: SendMessageRequest, context: ServerCallContext) -> Task | None:
+        """The task the message continues, as it stands (None for a new task, or one the caller cannot see: the
+        SDK answers that itself, naming the task); the SDK's refusal of a message to an ended task is raised here,
+        before the SDK starts anything for it."""
         task_id = params.message.task_id
         if not task_id:
-            return
+            return None
         try:
             task = await self._sdk.on_get_task(GetTaskRequest(tenant=params.tenant, id=task_id), context)
         except TaskNotFoundError:
-            return  # the SDK answers that one itself, naming the task
+            return None
         if task is not None and task.status.state in TERMINAL_TASK_STATES:
             state = TaskState.Name(task.status.state)
             raise UnsupportedOperationError(message=f"Task {task_id} is in terminal state: {state}")
+        return task
 
 
 async def _settled(events: AsyncGenerator[Event]) -> None:
