@@ -40,6 +40,7 @@ from a2a_wrapper.state.leases import ContextHeldElsewhere, ContextLeases, Replic
 from a2a_wrapper.state.message_ledger import MessageKey, MessageLedger
 from a2a_wrapper.state.migrations import STEPS, migrate
 from a2a_wrapper.state.sessions import ContextKey, SessionMap
+from a2a_wrapper.state.outage import StateOutage
 from a2a_wrapper.state.shared_tasks import SharedTaskStore
 from a2a_wrapper.state.task_store import WriteBehindTaskStore
 
@@ -211,7 +212,7 @@ async def test_shared_tasks_round_trip_redacted_and_versioned(postgres_url: str)
     try:
         async with asyncio.timeout(30):
             await migrate(engine)
-            store = SharedTaskStore(engine)
+            store = SharedTaskStore(engine, StateOutage(engine, postgres_url, wait=1.0))
             version = await store.save(task, event=task, prev=None, prev_version=TaskVersion.MISSING, context=owner)
             stored = await store.get("t-1", owner)
             listed = await store.list(ListTasksRequest(), owner)

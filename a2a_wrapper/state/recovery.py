@@ -94,11 +94,16 @@ async def fail_orphaned_tasks(
 
 
 def _fail(task: Task) -> None:
+    fail_with(task, INTERRUPTED)
+
+
+def fail_with(task: Task, sentence: str) -> None:
+    """`task` (changed in place) `failed` now, its status message `sentence`."""
     message = Message(
         message_id=str(uuid.uuid4()),
         role=Role.ROLE_AGENT,
         task_id=task.id,
         context_id=task.context_id,
-        parts=[new_text_part(INTERRUPTED)],
+        parts=[new_text_part(sentence)],
     )
     task.status.CopyFrom(TaskStatus(state=TaskState.TASK_STATE_FAILED, message=message, timestamp=datetime.now(UTC)))
