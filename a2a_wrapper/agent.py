@@ -99,7 +99,7 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         stack.push_async_callback(engine.dispose)
         await migrate(engine)
         log.info("[%s] state in %s", settings.card.name, database)
-        audit = AuditLog(engine)
+        audit = AuditLog(engine, str(database))
         await audit.initialize()
         metrics = AgentMetrics()
         # The backends' provider is the wrapper's model relay (up until the backends have stopped): no key inside.
