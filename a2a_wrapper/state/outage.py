@@ -30,8 +30,9 @@ _SERVER_GONE = {"57P01", "57P02", "57P03"}
 
 
 class StateUnavailable(InternalError):
-    """The state database cannot be reached; the message is the sentence for the caller (JSON-RPC -32603, REST
-    500, gRPC INTERNAL on every binding, with no traceback)."""
+    """The agent's state cannot be kept: its database is out of reach, or its SQLite file refuses writes (a full
+    disk: task_store.py). The message is the sentence for the caller (JSON-RPC -32603, REST 500, gRPC INTERNAL,
+    on every binding, with no traceback)."""
 
 
 def unreachable(exc: BaseException) -> bool:
