@@ -13,7 +13,6 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
@@ -28,7 +27,7 @@ from a2a_wrapper.state.audit import AuditEntry, AuditLog
 from a2a_wrapper.state.database import open_database
 from tests.conftest import SettingsFactory
 from tests.helpers.a2a_wire import rpc, user_message
-from tests.helpers.serve_process import serve_config, start_serve, wait_healthy
+from tests.helpers.serve_process import LoggedServe, read_log, serve_config, start_serve, wait_healthy
 
 pytestmark = [
     pytest.mark.slow,
@@ -67,19 +66,6 @@ def fill(folder: Path) -> int:
             return written
 
 
-@dataclass
-class Served:
-    url: str
-    process: asyncio.subprocess.Process
-    log: list[str] = field(default_factory=list)
-
-
-async def _read_log(served: Served) -> None:
-    assert served.process.stderr is not None
-    async for line in served.process.stderr:
-        served.log.append(line.decode(errors="replace").rstrip())
-
-
 async def test_a_full_disk_fails_each_turn_at_once_with_one_sentence_naming_the_state_file(
     small_disk: Path, tmp_path: Path, make_settings: SettingsFactory, http: httpx.AsyncClient
 ) -> None:
@@ -88,8 +74,8 @@ async def test_a_full_disk_fails_each_turn_at_once_with_one_sentence_naming_the_
     settings = make_settings(state_dir=small_disk, backend={"workdir": workdir})
     config = tmp_path / "agent.yaml"
     config.write_text(yaml.safe_dump(serve_config(settings, "full", small_disk, auto_approve=True)))
-    agent = Served(settings.advertised_url, await start_serve(config))
-    reading = asyncio.create_task(_read_log(agent))
+    agent = LoggedServe(settings.advertised_url, await start_serve(config))
+    reading = asyncio.create_task(read_log(agent))
     jsonrpc = agent.url + "/a2a/jsonrpc"
     answers: list[tuple[float, dict[str, object]]] = []
     try:

@@ -13,7 +13,7 @@ import json
 import signal
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ from tests.conftest import SettingsFactory
 from tests.helpers.a2a_wire import V1, rpc, status_text, task_answer, user_message
 from tests.helpers.model_prompts import marker, wait_until_the_model_receives
 from tests.helpers.postgres import PostgresServer, postgres_binaries, running_postgres
-from tests.helpers.serve_process import serve_config, start_serve, wait_healthy
+from tests.helpers.serve_process import LoggedServe, read_log, serve_config, start_serve, wait_healthy
 
 pytestmark = pytest.mark.slow
 
@@ -44,27 +44,7 @@ def own_postgres() -> Iterator[PostgresServer]:
         yield server
 
 
-@dataclass
-class Served:
-    url: str
-    process: asyncio.subprocess.Process
-    log: list[str] = field(default_factory=list)
-
-    @property
-    def jsonrpc(self) -> str:
-        return self.url + "/a2a/jsonrpc"
-
-    def lines(self, words: str) -> list[str]:
-        return [line for line in self.log if words in line]
-
-
-async def _read_log(served: Served) -> None:
-    assert served.process.stderr is not None
-    async for line in served.process.stderr:
-        served.log.append(line.decode(errors="replace").rstrip())
-
-
-ServeOn = Callable[[float], Awaitable[Served]]
+ServeOn = Callable[[float], Awaitable[LoggedServe]]
 
 
 @pytest.fixture
@@ -72,9 +52,9 @@ async def serve_on(
     tmp_path: Path, make_settings: SettingsFactory, own_postgres: PostgresServer, http: httpx.AsyncClient
 ) -> AsyncIterator[ServeOn]:
     """Starts `a2a-wrap serve` on the test's PostgreSQL (its URL with a password) with `state.outage_wait`."""
-    started: list[tuple[Served, asyncio.Task[None]]] = []
+    started: list[tuple[LoggedServe, asyncio.Task[None]]] = []
 
-    async def serve(outage_wait: float) -> Served:
+    async def serve(outage_wait: float) -> LoggedServe:
         settings = make_settings(state_dir=tmp_path / "state")
         database = own_postgres.new_database().replace("postgres@", f"postgres:{PASSWORD}@")
         state = {"url": database, "outage_wait": outage_wait}
@@ -82,8 +62,8 @@ async def serve_on(
         config.write_text(
             yaml.safe_dump(serve_config(settings, "outage", tmp_path / "state", auto_approve=True, state=state))
         )
-        agent = Served(settings.advertised_url, await start_serve(config))
-        started.append((agent, asyncio.create_task(_read_log(agent))))
+        agent = LoggedServe(settings.advertised_url, await start_serve(config))
+        started.append((agent, asyncio.create_task(read_log(agent))))
         await wait_healthy(http, agent.url)
         return agent
 
@@ -118,7 +98,7 @@ class Drill:
 
 
 async def outage_drill(
-    served: Served, postgres: PostgresServer, http: httpx.AsyncClient, model: OfflineModel, words: str
+    served: LoggedServe, postgres: PostgresServer, http: httpx.AsyncClient, model: OfflineModel, words: str
 ) -> Drill:
     """Streams a turn the offline model keeps running ~20 s, stops the database for OUTAGE seconds a second into
     it, sends a message meanwhile, starts the database again, and reads what a client then sees."""
@@ -140,7 +120,7 @@ async def outage_drill(
     return Drill(payloads, refused, task["result"], listed["result"]["tasks"])
 
 
-def assert_refused_with_a_sentence(drill: Drill, served: Served) -> None:
+def assert_refused_with_a_sentence(drill: Drill, served: LoggedServe) -> None:
     error = drill.refused["error"]
     assert error["code"] == -32603
     assert error["message"].startswith("The agent's state database postgresql://postgres:***@127.0.0.1:"), error
@@ -149,7 +129,7 @@ def assert_refused_with_a_sentence(drill: Drill, served: Served) -> None:
     assert not any(PASSWORD in line for line in served.log)
 
 
-def assert_said_once(served: Served) -> None:
+def assert_said_once(served: LoggedServe) -> None:
     assert len(served.lines("unreachable")) == 1, served.log
     assert len(served.lines("reachable again after")) == 1, served.log
     assert not served.lines("Traceback"), "\n".join(served.log)

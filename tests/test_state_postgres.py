@@ -39,8 +39,8 @@ from a2a_wrapper.state.engines import StateDatabase, is_shared, open_state
 from a2a_wrapper.state.leases import ContextHeldElsewhere, ContextLeases, Replica
 from a2a_wrapper.state.message_ledger import MessageKey, MessageLedger
 from a2a_wrapper.state.migrations import STEPS, migrate
-from a2a_wrapper.state.sessions import ContextKey, SessionMap
 from a2a_wrapper.state.outage import StateOutage
+from a2a_wrapper.state.sessions import ContextKey, SessionMap
 from a2a_wrapper.state.shared_tasks import SharedTaskStore
 from a2a_wrapper.state.task_store import WriteBehindTaskStore
 
