@@ -3,7 +3,8 @@ with a file written until ENOSPC, then turns sent and connections made through t
 
 A full disk is one sentence naming the file, said once in the log: a turn fails at once with it (a context with a
 session as a new one), never at the turn's timeout; the model's connection goes on without its audit entry, and
-a host only a rule allows is refused until its entry can be written (fail closed).
+a host only a rule allows, and a tool call the shield allows, are refused until their entry can be written (fail
+closed).
 """
 
 import asyncio
@@ -13,6 +14,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
@@ -20,11 +22,16 @@ import httpx
 import pytest
 import yaml
 
-from a2a_wrapper.events import Permission
+from a2a_wrapper.events import Permission, Question
+from a2a_wrapper.frontend.metrics import AgentMetrics
+from a2a_wrapper.permissions.gate import PermissionGate
+from a2a_wrapper.permissions.policy import Policy
 from a2a_wrapper.sandbox.egress import Destination, EgressDecision, EgressPolicy, EgressProxy
 from a2a_wrapper.shield.decision import Decision
 from a2a_wrapper.state.audit import AuditEntry, AuditLog
+from a2a_wrapper.state.context_rules import ContextRules
 from a2a_wrapper.state.database import open_database
+from a2a_wrapper.state.sessions import ContextKey
 from tests.conftest import SettingsFactory
 from tests.helpers.a2a_wire import rpc, user_message
 from tests.helpers.serve_process import LoggedServe, read_log, serve_config, start_serve, wait_healthy
@@ -175,3 +182,39 @@ async def _connect(socket_path: Path, target: str) -> str:
         return (await reader.read(4096)).decode(errors="replace")
     finally:
         writer.close()
+
+
+@dataclass
+class _Turn:
+    """A turn as the gate sees it (a pure stand-in): the decisions it was given."""
+
+    replies: list[Decision] = field(default_factory=list)
+    key: ContextKey = field(default_factory=lambda: ContextKey("", "ctx-full"))
+    task_id: str = "task-full"
+
+    async def reply(self, request: Permission, decision: Decision) -> None:
+        self.replies.append(decision)
+
+    async def answer(self, question: Question, text: str) -> None:
+        raise AssertionError("no question is asked here")
+
+
+async def test_a_tool_call_the_full_disk_cannot_audit_is_denied_with_the_audits_sentence(small_disk: Path) -> None:
+    engine = open_database(small_disk / "state.db")
+    try:
+        audit = AuditLog(engine, str(small_disk / "state.db"))
+        await audit.initialize()
+        rules = ContextRules(engine)
+        await rules.initialize()
+        fill(small_disk)
+        gate = PermissionGate(Policy.auto_approving(True, small_disk), rules, audit, AgentMetrics().decided, "full")
+        turn = _Turn()
+        async with asyncio.timeout(30):
+            pending = await gate.decide(turn, Permission(id="p-1", kind="execute", tool="bash", command="ls"))
+    finally:
+        await engine.dispose()
+
+    assert pending is None
+    [decision] = turn.replies
+    assert decision.outcome == "deny", decision
+    assert f"the audit log in {small_disk / 'state.db'} cannot be written (database or disk is full)" in decision.reason
