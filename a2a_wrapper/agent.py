@@ -54,6 +54,7 @@ from a2a_wrapper.state.lock import SERVING, FolderBusy, FolderLock
 from a2a_wrapper.state.message_ledger import MessageLedger
 from a2a_wrapper.state.migrations import migrate
 from a2a_wrapper.state.orphans import OrphanSweep
+from a2a_wrapper.state.outage import StateOutage
 from a2a_wrapper.state.readiness import StateCheck
 from a2a_wrapper.state.recovery import INTERRUPTED, fail_interrupted_tasks, fail_orphaned_tasks, lost_with
 from a2a_wrapper.state.sdk_tables import stored_tasks, task_ids, tasks_of_context
@@ -102,7 +103,7 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
             stack.push_async_callback(engine.dispose)
             await migrate(engine)
         log.info("[%s] state in %s", settings.card.name, database)
-        audit = AuditLog(engine)
+        audit = AuditLog(engine, str(database))
         await audit.initialize()
         metrics = AgentMetrics()
         # The backends' provider is the wrapper's model relay (up until the backends have stopped): no key inside.
@@ -111,10 +112,11 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         backend, tenants = await stack.enter_async_context(
             agent_backend(started, _Launch(hosts_policy(policy), audit, metrics), locks.callers)
         )
-        tasks = await stack.enter_async_context(agent_tasks(database, engine, replica_name(settings)))
+        outage = StateOutage(engine, str(database), settings.state.outage_wait) if database.shared else None
+        tasks = await stack.enter_async_context(agent_tasks(database, engine, replica_name(settings), outage))
         leases = None
         if database.shared:
-            leases = await stack.enter_async_context(context_leases(settings, engine, tasks, locks))
+            leases = await stack.enter_async_context(context_leases(settings, engine, tasks, locks, outage))
         sessions = SessionMap(
             engine,
             backend,
@@ -141,7 +143,7 @@ async def running_agent(settings: AgentSettings) -> AsyncIterator[RunningAgent]:
         card = build_card(with_grpc_port(settings, grpc_server))  # gRPC port 0: the free one bound
         # Stops after the handler; pushes at once the ends the last run owed (recovery has failed its lost turns).
         push = await stack.enter_async_context(push_service(settings.push, engine, tasks.readable))
-        ledger = MessageLedger(engine, tasks.writer)
+        ledger = MessageLedger(engine, tasks.writer, outage)
         await ledger.initialize()
         stack.callback(ledger.close)
         executor = TurnExecutor(turns, settings.guard, metrics)
@@ -196,19 +198,27 @@ class AgentTasks:
 
 
 @asynccontextmanager
-async def agent_tasks(database: StateDatabase, engine: AsyncEngine, replica: str) -> AsyncIterator[AgentTasks]:
+async def agent_tasks(
+    database: StateDatabase, engine: AsyncEngine, replica: str, outage: StateOutage | None = None
+) -> AsyncIterator[AgentTasks]:
     """The A2A task store, tasks a stopped run left unfinished failed first. SQLite: written behind the turn and
     listed off the loop. Shared state: a2a-sdk's cluster mode, its tasks failed only when no other replica holds
-    them; the leases still in this replica's name are its last run's, let go once their tasks are failed."""
+    them; the leases still in this replica's name are its last run's, let go once their tasks are failed; an
+    outage of its database (`outage`) waited out, and what it owes written when the database is back."""
     if database.shared:
-        store = SharedTaskStore(engine)
+        assert outage is not None, "shared state needs its outage watch"
+        store = SharedTaskStore(engine, outage)
         await store.initialize()
         held = await leased_contexts(engine, other_than=replica)
         await fail_orphaned_tasks(
             store, [task for task in await stored_tasks(engine) if ContextKey(task.owner, task.context_id) not in held]
         )
         await release_all(engine, replica)
-        yield AgentTasks(store, store.as_task_store, shared_events(engine), None)
+        watching = asyncio.create_task(outage.run(store.mend), name="state-outage")
+        try:
+            yield AgentTasks(store, store.as_task_store, shared_events(engine), None)
+        finally:
+            await cancel_and_wait(watching)
         return
     assert database.path is not None
     database_store = DatabaseTaskStore(engine)
@@ -237,7 +247,11 @@ class _LeasedLocks(ContextLocks):
 
 @asynccontextmanager
 async def context_leases(
-    settings: AgentSettings, engine: AsyncEngine, tasks: AgentTasks, locks: _LeasedLocks
+    settings: AgentSettings,
+    engine: AsyncEngine,
+    tasks: AgentTasks,
+    locks: _LeasedLocks,
+    outage: StateOutage | None = None,
 ) -> AsyncIterator[ContextLeases]:
     """This replica's leases on the contexts it runs, renewed until the exit, then let go; meanwhile the tasks of
     expired leases (dead replicas') are swept."""
@@ -249,7 +263,7 @@ async def context_leases(
         return await fail_orphaned_tasks(store, left, submitted_before=0.0, sentence=lost_with(holder))
 
     replica = Replica(replica_name(settings), settings.advertised_url)
-    leases = ContextLeases(engine, replica, settings.state.lease, locks.busy, taken_over)
+    leases = ContextLeases(engine, replica, settings.state.lease, locks.busy, taken_over, outage)
     locks.leases = leases
     renewing = asyncio.create_task(leases.run(), name="lease-renewal")
     sweep = OrphanSweep(engine, store, settings.state.lease, replica.name)

@@ -40,6 +40,7 @@ from a2a_wrapper.state.leases import ContextHeldElsewhere, ContextLeases, Replic
 from a2a_wrapper.state.message_ledger import MessageKey, MessageLedger
 from a2a_wrapper.state.migrations import STEPS, migrate
 from a2a_wrapper.state.orphans import OrphanSweep
+from a2a_wrapper.state.outage import StateOutage
 from a2a_wrapper.state.recovery import as_owner, lost_with
 from a2a_wrapper.state.sessions import ContextKey, SessionMap
 from a2a_wrapper.state.shared_tasks import SharedTaskStore
@@ -213,7 +214,7 @@ async def test_shared_tasks_round_trip_redacted_and_versioned(postgres_url: str)
     try:
         async with asyncio.timeout(30):
             await migrate(engine)
-            store = SharedTaskStore(engine)
+            store = SharedTaskStore(engine, StateOutage(engine, postgres_url, wait=1.0))
             version = await store.save(task, event=task, prev=None, prev_version=TaskVersion.MISSING, context=owner)
             stored = await store.get("t-1", owner)
             listed = await store.list(ListTasksRequest(), owner)
@@ -275,7 +276,7 @@ async def test_the_sweep_fails_what_a_dead_replica_left_and_nothing_a_live_one_r
     try:
         async with asyncio.timeout(30):
             await migrate(engine)
-            store = SharedTaskStore(engine)
+            store = SharedTaskStore(engine, StateOutage(engine, postgres_url, wait=1.0))
             dead = ContextLeases(engine, Replica("gone", "http://gone:8000"), 0.2, lambda key: False, _no_takeover)
             live = ContextLeases(engine, Replica("alive", "http://alive:8000"), 30, lambda key: True, _no_takeover)
             await dead.take(ContextKey("", "ctx-dead"))

@@ -194,6 +194,12 @@ class StateSettings(Section):
         30.0, gt=0, description="Seconds a replica holds a context past its last renewal (a dead one frees it then)."
     )
     replica: str | None = Field(None, description="This replica's name in the leases; default HOSTNAME-PID.")
+    outage_wait: float = Field(
+        30.0,
+        gt=0,
+        description="Seconds a running turn waits for its PostgreSQL to come back before it fails with a sentence "
+        "(a new message is refused at once while it is unreachable).",
+    )
 
     @field_validator("url")
     @classmethod

@@ -40,6 +40,7 @@ from a2a_wrapper.frontend.executor import TurnExecutor
 from a2a_wrapper.frontend.handler.attempts import Attempts, ClaimedTaskIds
 from a2a_wrapper.frontend.handler.message_handler import MessageHandler
 from a2a_wrapper.frontend.handler.message_limits import MessageLimits
+from a2a_wrapper.frontend.handler.outage_ends import OutageEnds
 from a2a_wrapper.frontend.handler.sdk_handler import SdkHandler
 from a2a_wrapper.frontend.handler.task_pages import BoundedPages
 from a2a_wrapper.frontend.health import health_routes
@@ -124,7 +125,8 @@ def request_handler(
     and run once per messageId (message_handler.py); its `aclose` ends the tasks it keeps (after the turns have
     ended). Without `push`, the push config methods and a message that registers a webhook answer
     PushNotificationNotSupported. On shared state the store is versioned and `event_stream` carries the events of
-    tasks other replicas run (a2a-sdk's cluster mode: subscribe and cancel across replicas)."""
+    tasks other replicas run (a2a-sdk's cluster mode: subscribe and cancel across replicas), and a stream an outage
+    of its database ends closes with a final status (outage_ends.py)."""
     use_sdk_layers()
     attempts = Attempts()
     sdk = DefaultRequestHandler(
@@ -138,4 +140,4 @@ def request_handler(
         event_stream=event_stream,
     )
     limits = limits or MessageLimits.from_settings(ServerSettings())
-    return MessageHandler(BoundedPages(SdkHandler(sdk)), attempts, ledger, limits, pushes=push is not None)
+    return MessageHandler(OutageEnds(BoundedPages(SdkHandler(sdk))), attempts, ledger, limits, pushes=push is not None)

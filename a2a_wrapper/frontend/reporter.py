@@ -57,6 +57,12 @@ class TaskReporter:
         self.workspace_folder: Path | None = None  # the copy: a tool's path in it is named as the change names it
         self._patch_id = f"patch-{uuid.uuid4().hex[:12]}"
 
+    @property
+    def unheard(self) -> bool:
+        """Whether a2a-sdk has closed the task's event queue: nothing sent now reaches a caller or the store."""
+        is_closed = getattr(self._updater.event_queue, "is_closed", None)  # both of the SDK's queues have it
+        return bool(is_closed is not None and is_closed())
+
     async def accept(self) -> None:
         """The turn waits (for the context's running turn, or for its session): the caller has the task now."""
         await self._open()

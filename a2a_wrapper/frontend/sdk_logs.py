@@ -7,9 +7,14 @@ says nothing about this agent's health. The SDK logs
 each such answer at WARNING, and a request it cannot parse at ERROR with a traceback. Those records, and only
 those (known by their logger, message template and level), are lowered to DEBUG, traceback kept. The same
 templates logged at ERROR for an internal error (-32603, REST 500), and every other record, keep their level.
+
+A task whose state the database's outage kept from being saved is logged by a2a-sdk with the save's traceback,
+once per task; the outage is said once already (state/outage.py), so that record is at DEBUG too.
 """
 
 import logging
+
+from a2a_wrapper.state.outage import StateUnavailable
 
 WARNING, ERROR = logging.WARNING, logging.ERROR
 
@@ -39,9 +44,24 @@ class CallerErrorsAtDebug(logging.Filter):
         return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)  # the level was checked before: again
 
 
+class OutageAtDebug(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info is None or not isinstance(record.exc_info[1], StateUnavailable):
+            return True
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+
+
+OUTAGE_LOGGERS = ("a2a.server.agent_execution.active_task",)  # its consumer's "Failed", with the traceback
+
+
 def lower_caller_errors() -> None:
-    """Puts the filter on each of those SDK loggers, once per process (the loggers are global)."""
+    """Puts the filters on each of those SDK loggers, once per process (the loggers are global)."""
     for name, templates in CALLER_ERRORS.items():
         logger = logging.getLogger(name)
         if not any(isinstance(each, CallerErrorsAtDebug) for each in logger.filters):
             logger.addFilter(CallerErrorsAtDebug(templates))
+    for name in OUTAGE_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(each, OutageAtDebug) for each in logger.filters):
+            logger.addFilter(OutageAtDebug())

@@ -387,6 +387,9 @@ class Turns:
         try:
             async with asyncio.timeout(live.budget):
                 async for event, more_ready in live.events:
+                    if live.reporter.unheard:
+                        await self._stop_unheard(live)
+                        return True
                     if isinstance(event, Done):
                         if not live.canceled:
                             await live.reporter.finish(self._ending(event))
@@ -408,6 +411,16 @@ class Turns:
         finally:
             live.budget -= loop.time() - started
         return True
+
+    async def _stop_unheard(self, live: LiveTurn) -> None:
+        """a2a-sdk takes no more events of the task: it failed outside the turn (its state could not be saved, see
+        state/outage.py), so the turn stops instead of running on unheard."""
+        log.warning(
+            "task %s failed outside its turn (its state could not be saved); its turn was aborted", live.task_id
+        )
+        await _abort(live.turn)
+        await self._checked(live)
+        await _closed(live)
 
     def _ending(self, done: Done) -> Done:
         """A turn that ends while the agent shuts down was aborted by it, whatever the backend says."""

@@ -19,7 +19,7 @@ from a2a_wrapper.permissions.approvals import Answer, Pending
 from a2a_wrapper.permissions.policy import Policy
 from a2a_wrapper.shield import Rule, classify
 from a2a_wrapper.shield.decision import Decision
-from a2a_wrapper.state.audit import AuditEntry, AuditLog
+from a2a_wrapper.state.audit import UNAUDITED, AuditEntry, AuditLog, AuditUnavailable
 from a2a_wrapper.state.context_rules import ContextRules
 from a2a_wrapper.state.sessions import ContextKey
 
@@ -109,8 +109,8 @@ class PermissionGate:
     async def _apply(
         self, turn: GatedTurn, request: Permission, cls: str, decision: Decision, decided_by: str, started: float
     ) -> None:
-        """The turn gets the decision, the audit log keeps it, the metrics count it."""
-        await turn.reply(request, decision)
+        """The audit log keeps the decision, the turn gets it, the metrics count it. An allow whose entry cannot be
+        written is a deny (fail closed: a tool call runs only as the audit shows it), with the audit's sentence."""
         entry = AuditEntry(
             time=time.time(),
             agent=self._agent,
@@ -125,7 +125,12 @@ class PermissionGate:
             decided_by=decided_by,
             wait_ms=(time.monotonic() - started) * 1000,
         )
-        await self._audit.record(entry)
+        try:
+            await self._audit.record(entry)
+        except AuditUnavailable as exc:
+            if decision.outcome == "allow":
+                decision = Decision("deny", f"{exc}; a tool call is not allowed until it can be", UNAUDITED)
+        await turn.reply(request, decision)
         self._count(cls, decision.outcome, decided_by)
         self._journal(request, cls, decision, decided_by)
 

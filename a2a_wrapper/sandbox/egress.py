@@ -38,6 +38,7 @@ from a2a_wrapper.events import Permission
 from a2a_wrapper.sandbox.bridge import splice
 from a2a_wrapper.shield.decision import Decision, PermissionPolicy
 from a2a_wrapper.shield.hosts import BadUrl, host_matches, normalize_host
+from a2a_wrapper.state.audit import UNAUDITED, AuditUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -244,7 +245,7 @@ class EgressProxy:
             return
         started = time.monotonic()
         decision, addresses, unresolved = await self._decide(destination)
-        await self._record(decision, (time.monotonic() - started) * 1000)
+        decision = await self._audited(decision, (time.monotonic() - started) * 1000)
         if not decision.allowed:
             log.info(
                 "egress: %s %s %s by %s: %s", method, destination, decision.outcome, decision.rule, decision.reason
@@ -267,6 +268,19 @@ class EgressProxy:
         else:
             upstream[1].write(forwarded)
         await splice((reader, writer), upstream)
+
+    async def _audited(self, decision: EgressDecision, wait_ms: float) -> EgressDecision:
+        """The decision, once its audit entry is written. Without the entry (a full disk: state/audit.py says so
+        once) a deny stays a deny and the agent's own endpoints (its model, as its config names them) stay allowed,
+        or no turn could run; any other allow is refused (fail closed): what a rule lets out of the sandbox is what
+        the audit must show."""
+        try:
+            await self._record(decision, wait_ms)
+        except AuditUnavailable as exc:
+            if decision.allowed and decision.rule != ENDPOINT_RULE:
+                reason = f"{exc}; a host a rule allows is refused until it can be"
+                return replace(decision, allowed=False, rule=UNAUDITED, reason=reason)
+        return decision
 
     async def _head(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bytes | None:
         """The request head, whole, within the deadline and the size limit; else None, the client answered why."""

@@ -2,22 +2,37 @@
 
 A decision's target is a command, a path or a URL, which may carry a credential (`curl -H "Authorization: …"`):
 every entry is redacted by the guard as it is written, whoever writes it.
+
+An entry that cannot be written (a full disk, a database out of reach) raises `AuditUnavailable`, whose sentence
+names the audit's place and the reason; the log says so once, until an entry is written again. What a decision
+without its entry may still do is its decider's call (sandbox/boundary.py, permissions/gate.py).
 """
 
 import asyncio
+import logging
 import sqlite3
 from dataclasses import astuple, dataclass
 from pathlib import Path
 
 from sqlalchemy import insert, inspect, select
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
+from a2a_wrapper.errors import WrapperError
 from a2a_wrapper.guard import redact_value
 from a2a_wrapper.state import schema
 from a2a_wrapper.state.database import writing
 from a2a_wrapper.state.engines import StateDatabase
 from a2a_wrapper.state.migrations import migrate
+
+log = logging.getLogger(__name__)
+
+UNAUDITED = "audit:unwritable"  # the rule of an allow refused because its entry could not be written
+
+
+class AuditUnavailable(WrapperError):
+    """An audit entry could not be written; the message names where and why."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,8 +52,11 @@ class AuditEntry:
 
 
 class AuditLog:
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, where: str = "the agent's state database") -> None:
+        """`where` names the audit's place in the sentence of a write that failed (the file, the URL masked)."""
         self._engine = engine
+        self._where = where
+        self._failing = False  # said once, until an entry is written again
 
     async def initialize(self) -> None:
         """The state's schema, brought up to date (migrations.py)."""
@@ -46,8 +64,19 @@ class AuditLog:
 
     async def record(self, entry: AuditEntry) -> None:
         values = redact_value(astuple(entry))
-        async with writing(self._engine) as db:
-            await db.execute(insert(schema.audit).values(dict(zip(schema.audit.c.keys(), values, strict=True))))
+        try:
+            async with writing(self._engine) as db:
+                await db.execute(insert(schema.audit).values(dict(zip(schema.audit.c.keys(), values, strict=True))))
+        except (SQLAlchemyError, OSError) as exc:
+            reason = str(getattr(exc, "orig", None) or exc).splitlines()[0]
+            sentence = f"the audit log in {self._where} cannot be written ({reason})"
+            if not self._failing:
+                self._failing = True
+                log.error("%s: decisions that need their entry are refused until it can be", sentence)
+            raise AuditUnavailable(sentence) from exc
+        if self._failing:
+            self._failing = False
+            log.warning("the audit log in %s is written again", self._where)
 
 
 def recent(

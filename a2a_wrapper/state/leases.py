@@ -20,12 +20,13 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import Executable, delete, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from a2a_wrapper.errors import BackendError
 from a2a_wrapper.state import schema
+from a2a_wrapper.state.outage import StateOutage, StateUnavailable
 from a2a_wrapper.state.sessions import ContextKey
 
 log = logging.getLogger(__name__)
@@ -103,8 +104,11 @@ class ContextLeases:
         lease: float,
         busy: Callable[[ContextKey], bool],
         taken_over: Callable[[ContextKey, str], Awaitable[object]],
+        outage: StateOutage | None = None,
     ) -> None:
+        """`outage` says the database's outages once: a renewal that finds it out of reach adds nothing."""
         self._engine = engine
+        self._outage = outage
         self._replica = replica
         self._lease = lease
         self._busy = busy  # whether a turn of the context is live here
@@ -151,6 +155,8 @@ class ContextLeases:
             except TimeoutError:
                 renew_at = time.monotonic() + interval
                 await self._renew()
+            except StateUnavailable:
+                pass  # said once by the outage; a lease not renewed meanwhile expires (fail closed)
             except Exception:  # a boundary: the loop must go on; an unrenewed lease fails closed (it expires)
                 log.exception("could not renew or release context leases")
 
@@ -164,20 +170,24 @@ class ContextLeases:
             await self._drop(key)  # its release was missed: no turn of it is live here
         if not self._held:
             return
-        async with self._engine.begin() as db:
-            await db.execute(
-                update(_LEASES)
-                .where(_LEASES.c.replica == self._replica.name)
-                .values(expires_at=time.time() + self._lease)
-            )
+        mine = _LEASES.c.replica == self._replica.name
+        await self._write(update(_LEASES).where(mine).values(expires_at=time.time() + self._lease))
 
     async def _drop(self, key: ContextKey) -> None:
         self._held.discard(key)
-        async with self._engine.begin() as db:
-            await db.execute(
-                delete(_LEASES).where(
-                    _LEASES.c.caller == key.caller,
-                    _LEASES.c.context_id == key.context_id,
-                    _LEASES.c.replica == self._replica.name,
-                )
+        await self._write(
+            delete(_LEASES).where(
+                _LEASES.c.caller == key.caller,
+                _LEASES.c.context_id == key.context_id,
+                _LEASES.c.replica == self._replica.name,
             )
+        )
+
+    async def _write(self, statement: Executable) -> None:
+        """One statement in a transaction; refused at once with the outage's sentence while the database is out."""
+
+        async def written() -> None:
+            async with self._engine.begin() as db:
+                await db.execute(statement)
+
+        await (self._outage.refused(written) if self._outage is not None else written())

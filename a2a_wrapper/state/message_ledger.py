@@ -12,12 +12,16 @@ before the turn starts. A crash in that moment loses the claim with the task it 
 written yet either), so the retry runs again, as it would have found its task gone before. One process serves a state
 folder (lock.py), so the keys the table holds are known in memory too (read at start and after each prune, added
 as written): a new key, nearly every message, is decided without a query. On PostgreSQL one statement on the
-engine claims the key (a retry on another replica finds the entry too).
+engine claims the key (a retry on another replica finds the entry too); with the server out of reach the claim
+fails at once with the outage's sentence (outage.py), and the message runs nowhere.
 """
 
 import sqlite3
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
+from typing import TypeVar
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -25,7 +29,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from a2a_wrapper.state.database import open_on_loop, writing
 from a2a_wrapper.state.engines import is_shared
 from a2a_wrapper.state.migrations import migrate
+from a2a_wrapper.state.outage import StateOutage
 from a2a_wrapper.state.write_behind import Row, Writer
+
+Result = TypeVar("Result")
 
 RETENTION = 24 * 3600.0  # seconds: a retry comes within moments; a day covers a client's longest backoff
 _PRUNE_EVERY = 3600.0
@@ -56,9 +63,11 @@ class MessageLedger:
 
     sql = _WRITE  # the statement of its claims, for the writer they ride with
 
-    def __init__(self, engine: AsyncEngine, writer: Writer | None = None) -> None:
+    def __init__(self, engine: AsyncEngine, writer: Writer | None = None, outage: StateOutage | None = None) -> None:
+        """`outage`: the shared database's (PostgreSQL), which refuses a claim at once while it is out of reach."""
         self._engine = engine
         self._writer = writer
+        self._outage = outage
         self._pruned = 0.0
         self._db: sqlite3.Connection | None = None
         self._unwritten: dict[MessageKey, tuple[str, float]] = {}  # SQLite: claims not yet written, by key
@@ -88,7 +97,7 @@ class MessageLedger:
             await self._prune()
         values = {"a": key.caller, "c": key.context_id, "m": key.message_id, "t": task_id, "now": now}
         if self._db is None or self._writer is None:  # PostgreSQL: one statement, on the engine
-            return await self._claim_on_server(values)
+            return await self._on_server(lambda: self._claim_on_server(values))
         held = self._unwritten.get(key)
         if held is not None:  # a retry of a claim this run made, not written yet
             return held[0]
@@ -100,6 +109,10 @@ class MessageLedger:
         self._writer.wake()
         return None
 
+    async def _on_server(self, action: Callable[[], Awaitable[Result]]) -> Result:
+        """`action()`, refused at once with the outage's sentence while the shared database is out of reach."""
+        return await (self._outage.refused(action) if self._outage is not None else action())
+
     async def _claim_on_server(self, values: dict[str, object]) -> str | None:
         async with self._engine.begin() as db:
             if (await db.execute(text(_CLAIM), {**values, "keep": RETENTION})).all():
@@ -110,6 +123,9 @@ class MessageLedger:
     async def forget(self, key: MessageKey, task_id: str) -> None:
         """Drops the key's entry if it still names `task_id` (its attempt made no task, or the task is gone)."""
         self._drop_unwritten(key, task_id)
+        await self._on_server(partial(self._delete, key, task_id))
+
+    async def _delete(self, key: MessageKey, task_id: str) -> None:
         async with writing(self._engine) as db:  # in the writer's queue: before or after a write that holds it
             await db.execute(
                 text(

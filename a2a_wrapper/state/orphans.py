@@ -20,6 +20,7 @@ from a2a.server.cluster import VersionedTaskStore
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from a2a_wrapper.state.leases import expired_leases, forget
+from a2a_wrapper.state.outage import unreachable
 from a2a_wrapper.state.recovery import fail_orphaned_tasks, lost_with, unfinished
 from a2a_wrapper.state.sdk_tables import tasks_of_context
 
@@ -39,8 +40,11 @@ class OrphanSweep:
             await asyncio.sleep(self._lease / 3)
             try:
                 await self.sweep()
-            except Exception:  # a boundary: a later sweep tries again (the database may be back by then)
-                log.exception("could not sweep the tasks of expired leases; the next sweep is in %g s", self._lease)
+            except Exception as exc:  # a boundary: a later sweep tries again (the database may be back by then)
+                if unreachable(exc):  # an outage: said once, where it is watched (outage.py)
+                    log.debug("no sweep of expired leases: the state database is out of reach")
+                else:
+                    log.exception("could not sweep the tasks of expired leases; the next sweep is in %g s", self._lease)
                 await asyncio.sleep(self._lease)
 
     async def sweep(self) -> int:

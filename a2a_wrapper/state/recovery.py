@@ -121,6 +121,11 @@ def _since(task: Task) -> float:
 
 
 def _fail(task: Task, sentence: str = INTERRUPTED) -> None:
+    fail_with(task, sentence)
+
+
+def fail_with(task: Task, sentence: str) -> None:
+    """`task` (changed in place) `failed` now, its status message `sentence`."""
     message = Message(
         message_id=str(uuid.uuid4()),
         role=Role.ROLE_AGENT,

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sqlalchemy import Select, exists, select, text
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from a2a_wrapper.config.settings import SessionSettings
@@ -184,14 +185,18 @@ class SessionMap:
         used, self._last_used = self._last_used, {}
         if not used:
             return
-        async with writing(self._engine) as db:
-            await db.execute(
-                text(
-                    "UPDATE context_sessions SET last_used = :t"
-                    " WHERE caller = :a AND context_id = :c AND last_used < :t"
-                ),
-                [{"a": key.caller, "c": key.context_id, "t": t} for key, t in used.items()],
-            )
+        try:
+            async with writing(self._engine) as db:
+                await db.execute(
+                    text(
+                        "UPDATE context_sessions SET last_used = :t"
+                        " WHERE caller = :a AND context_id = :c AND last_used < :t"
+                    ),
+                    [{"a": key.caller, "c": key.context_id, "t": t} for key, t in used.items()],
+                )
+        except (OperationalError, OSError) as exc:  # a full disk, a database out of reach: only expiry's hint is lost
+            reason = str(getattr(exc, "orig", None) or exc).splitlines()[0]
+            log.error("could not save when %d context(s) were last used: %s", len(used), reason)
 
     async def expire(self) -> int:
         """Ends sessions idle longer than the TTL (0: never); returns how many ended."""

@@ -19,6 +19,10 @@ and the database outlives the turn. Versions are redacted when written and when 
 every save, which would scan the whole task per chunk), so GetTask shows what the database holds. The answer's
 streamed chunks are joined first (whole_answers.py): one part per answer, and a credential split across two
 chunks is still one string to redact.
+
+A write SQLite refuses (a full disk, an I/O error) is `StateUnavailable` with one sentence naming the file: a
+task's first version then fails its turn at once with it (frontend/handler/outage_ends.py), and the writer tries
+the rest again each second. The log says it once, until a write succeeds again.
 """
 
 import asyncio
@@ -39,6 +43,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from a2a_wrapper.guard import redact_item, redact_value
 from a2a_wrapper.state.database import checkpoint, my_turn, open_on_loop, written
+from a2a_wrapper.state.outage import StateUnavailable
 from a2a_wrapper.state.task_rows import task_upsert
 from a2a_wrapper.state.whole_answers import whole_answers
 from a2a_wrapper.state.write_behind import Rider
@@ -139,6 +144,7 @@ class WriteBehindTaskStore(TaskStore):
         self._resting = asyncio.Event()  # a version saved since the last write is one its task rests in
         self._written = asyncio.Event()
         self._written.set()
+        self._refused = False  # the file refused a write: said once, until one succeeds
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
         copy = Task()
@@ -157,12 +163,13 @@ class WriteBehindTaskStore(TaskStore):
         would lose); a resting version that cannot be is left to the writer, which tries again."""
         try:
             await self._write([pending])
-        except Exception:
+        except Exception as exc:
             if first:
                 self._unwritten.pop(pending.task.id, None)
                 self._known.discard(pending.task.id)
                 raise
-            log.exception("could not persist task %s as it rests; the writer tries again", pending.task.id)
+            if not isinstance(exc, StateUnavailable):  # that one is said once, when the file first refuses
+                log.exception("could not persist task %s as it rests; the writer tries again", pending.task.id)
             self._resting.set()
             self.wake()
 
@@ -222,8 +229,9 @@ class WriteBehindTaskStore(TaskStore):
             batch = list(self._unwritten.values())
             try:
                 await self._write(batch)
-            except Exception:  # a failed write must not stop the writer
-                log.exception("could not persist %d task(s) and what rides with them", len(batch))
+            except Exception as exc:  # a failed write must not stop the writer
+                if not isinstance(exc, StateUnavailable):  # that one is said once, when the file first refuses
+                    log.exception("could not persist %d task(s) and what rides with them", len(batch))
                 if retry:
                     await asyncio.sleep(1)  # the versions stay in memory and are tried again
                     continue
@@ -237,13 +245,29 @@ class WriteBehindTaskStore(TaskStore):
         rows = [(kept(p.task), self._store.owner_resolver(p.context)) for p in batch]
         async with my_turn(self._engine):
             carried = [(rider, rider.unwritten()) for rider in self._riders]
-            self._upsert.run(self._connected(), rows, [(r.sql, rows) for r, rows in carried if rows])
+            try:
+                self._upsert.run(self._connected(), rows, [(r.sql, rows) for r, rows in carried if rows])
+            except sqlite3.OperationalError as exc:  # full, read-only, an I/O error: the file, not the statement
+                raise self._refusal(exc) from exc
+        if self._refused:
+            self._refused = False
+            log.warning("the state file %s is written again", self._engine.url.database)
         self._forget(batch)
         for rider, written_rows in carried:
             rider.written(written_rows)
         self._writes += 1
         if self._writes >= CHECKPOINT_EVERY:
             self.wake()  # the writer checkpoints, off the request's path
+
+    def _refusal(self, exc: sqlite3.OperationalError) -> StateUnavailable:
+        path = self._engine.url.database
+        if not self._refused:
+            self._refused = True
+            log.error("the state file %s cannot be written (%s): turns fail until it can", path, exc)
+        return StateUnavailable(
+            f"The agent's state file {path} cannot be written ({exc}): nothing of this task could be kept, so its "
+            "turn was stopped. Free space there (or fix the file) and send the message again."
+        )
 
     def _forget(self, batch: "Sequence[_Unwritten]") -> None:
         """`batch`'s versions off the unwritten ones, unless a newer version of a task came meanwhile."""

@@ -35,16 +35,14 @@ class PostgresServer:
     port: int
     folder: Path
     binaries: Path
-    options: str  # the server's command line options (its address, port and socket folder)
 
     def stop(self) -> None:
-        """A fast shutdown, as an outage: open connections are cut, new ones refused."""
+        """Stopped for real (`pg_ctl stop -m fast`: open connections are cut, as when the server goes away)."""
         _as(_cluster_user(), [self.binaries / "pg_ctl", "-D", self.folder / "data", "-m", "fast", "-w", "stop"])
 
     def start(self) -> None:
-        """Started again after `stop`; returns once it accepts connections."""
-        data, log = self.folder / "data", self.folder / "server.log"
-        _as(_cluster_user(), [self.binaries / "pg_ctl", "-D", data, "-l", log, "-w", "-o", self.options, "start"])
+        """Started again on the same data folder and port; returns once it accepts connections."""
+        _pg_ctl_start(_cluster_user(), self.binaries, self.folder, self.port)
 
     def url(self, database: str = "postgres", password: str | None = None) -> str:
         secret = f":{password}" if password else ""
@@ -93,19 +91,24 @@ def running_postgres(binaries: Path) -> Iterator[PostgresServer]:
     user = _cluster_user()
     if user is not None:
         os.chown(folder, user.pw_uid, user.pw_gid)
-    data, sockets, log = folder / "data", folder / "sockets", folder / "server.log"
+    data = folder / "data"
     port = free_port()
     try:
         _as(user, [binaries / "initdb", "-D", data, "-U", SUPERUSER, "--auth=trust", "-E", "UTF8", "--no-sync"])
-        _as(user, ["mkdir", sockets])
-        options = f"-h 127.0.0.1 -p {port} -k {sockets} -c synchronous_commit=off -c max_connections=200"
-        _as(user, [binaries / "pg_ctl", "-D", data, "-l", log, "-w", "-t", "60", "-o", options, "start"])
+        _as(user, ["mkdir", folder / "sockets"])
+        _pg_ctl_start(user, binaries, folder, port)
         try:
-            yield PostgresServer(port, folder, binaries, options)
+            yield PostgresServer(port, folder, binaries)
         finally:
-            _as(user, [binaries / "pg_ctl", "-D", data, "-m", "fast", "-w", "-t", "60", "stop"])
+            _as(user, [binaries / "pg_ctl", "-D", data, "-m", "fast", "-w", "-t", "60", "stop"], check=False)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _pg_ctl_start(user: pwd.struct_passwd | None, binaries: Path, folder: Path, port: int) -> None:
+    options = f"-h 127.0.0.1 -p {port} -k {folder / 'sockets'} -c synchronous_commit=off -c max_connections=200"
+    log = folder / "server.log"
+    _as(user, [binaries / "pg_ctl", "-D", folder / "data", "-l", log, "-w", "-t", "60", "-o", options, "start"])
 
 
 def _cluster_user() -> pwd.struct_passwd | None:
@@ -113,7 +116,7 @@ def _cluster_user() -> pwd.struct_passwd | None:
     return pwd.getpwnam(SUPERUSER) if os.geteuid() == 0 else None
 
 
-def _as(user: pwd.struct_passwd | None, command: list[str | Path]) -> None:
+def _as(user: pwd.struct_passwd | None, command: list[str | Path], check: bool = True) -> None:
     ids = {} if user is None else {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []}
     result = subprocess.run(
         [str(part) for part in command],
@@ -124,5 +127,5 @@ def _as(user: pwd.struct_passwd | None, command: list[str | Path]) -> None:
         cwd=tempfile.gettempdir(),
         **ids,
     )
-    if result.returncode:
+    if result.returncode and check:
         raise RuntimeError(f"{Path(str(command[0])).name} failed: {result.stderr.strip() or result.stdout.strip()}")

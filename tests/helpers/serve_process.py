@@ -3,6 +3,7 @@
 import asyncio
 import os
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,3 +49,26 @@ async def wait_healthy(http: httpx.AsyncClient, url: str) -> dict[str, Any]:
             except httpx.TransportError:
                 pass
             await asyncio.sleep(0.2)
+
+
+@dataclass
+class LoggedServe:
+    """A started `a2a-wrap serve` and the lines of its log read so far (`read_log` reads them as they come)."""
+
+    url: str
+    process: asyncio.subprocess.Process
+    log: list[str] = field(default_factory=list)
+
+    @property
+    def jsonrpc(self) -> str:
+        return self.url + "/a2a/jsonrpc"
+
+    def lines(self, words: str) -> list[str]:
+        return [line for line in self.log if words in line]
+
+
+async def read_log(served: LoggedServe) -> None:
+    """Until the process closes its stderr: each line into `served.log` (the pipe never fills)."""
+    assert served.process.stderr is not None
+    async for line in served.process.stderr:
+        served.log.append(line.decode(errors="replace").rstrip())
