@@ -8,43 +8,28 @@ from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict
 
+from a2a_wrapper.offline_model import wire
 from a2a_wrapper.offline_model.plan import ReplyPlan, message_text, split_even
 from a2a_wrapper.offline_model.sse import Event, stream_events
 from a2a_wrapper.offline_model.stream import ARGUMENT_PIECES, Completion
-from a2a_wrapper.offline_model.wire import (
-    MODEL_ID,
-    ChatRequest,
-    Wire,
-    call_entry,
-    chat_tool,
-    tool_call_message,
-    tool_result_message,
-    validated,
-)
 
 
-class MessagesRequest(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    model: str = MODEL_ID
+class MessagesRequest(wire.FormatRequest):
     messages: list[dict[str, Any]]
     system: str | list[dict[str, Any]] | None = None
-    tools: list[dict[str, Any]] | None = None
-    stream: bool = False
 
 
-def read(body: dict[str, Any], request: web.Request) -> ChatRequest:
-    sent = validated(body, MessagesRequest)
+def read(body: dict[str, Any], request: web.Request) -> wire.ChatRequest:
+    sent = wire.validated(body, MessagesRequest)
     messages: list[dict[str, Any]] = []
     if sent.system:
         messages.append({"role": "system", "content": sent.system})
     names: dict[str, str] = {}
     for message in sent.messages:
         messages += _as_chat(message, names)
-    tools = [chat_tool(tool.get("name")) for tool in sent.tools or ()]
-    return ChatRequest(model=sent.model, messages=messages, stream=sent.stream, tools=tools or None)
+    tools = [wire.chat_tool(tool.get("name")) for tool in sent.tools or ()]
+    return wire.ChatRequest(model=sent.model, messages=messages, stream=sent.stream, tools=tools or None)
 
 
 def _as_chat(message: Mapping[str, Any], names: dict[str, str]) -> list[dict[str, Any]]:
@@ -56,8 +41,8 @@ def _as_chat(message: Mapping[str, Any], names: dict[str, str]) -> list[dict[str
     if role == "assistant" and uses:
         for use in uses:
             names[str(use.get("id"))] = str(use.get("name"))
-        calls = [call_entry(str(u.get("id")), u.get("name"), json.dumps(u.get("input") or {})) for u in uses]
-        return [tool_call_message(calls)]
+        calls = [wire.call_entry(str(u.get("id")), u.get("name"), json.dumps(u.get("input") or {})) for u in uses]
+        return [wire.tool_call_message(calls)]
     if role == "user" and results:
         # Text beside tool results (Claude Code's reminders) is not a new prompt: the turn's directives stand.
         return [_result_message(result, names) for result in results]
@@ -67,7 +52,7 @@ def _as_chat(message: Mapping[str, Any], names: dict[str, str]) -> list[dict[str
 def _result_message(result: Mapping[str, Any], names: dict[str, str]) -> dict[str, Any]:
     call_id = str(result.get("tool_use_id"))
     text = message_text({"content": result.get("content")})
-    return tool_result_message(call_id, names.get(call_id, "unknown"), text)
+    return wire.tool_result_message(call_id, names.get(call_id, "unknown"), text)
 
 
 def content_blocks(plan: ReplyPlan, meta: Completion) -> list[dict[str, Any]]:
@@ -128,7 +113,7 @@ def _block_events(plan: ReplyPlan, meta: Completion) -> list[Event]:
     return events
 
 
-async def answer(request: web.Request, chat: ChatRequest, plan: ReplyPlan, meta: Completion) -> web.StreamResponse:
+async def answer(request: web.Request, chat: wire.ChatRequest, plan: ReplyPlan, meta: Completion) -> web.StreamResponse:
     body = message_body(plan, meta)
     if not chat.stream:
         await asyncio.sleep(plan.duration)
@@ -155,4 +140,4 @@ def error(status: int, message: str) -> web.Response:
     return web.json_response({"type": "error", "error": {"type": kind, "message": message}}, status=status)
 
 
-WIRE = Wire("anthropic-messages", read, answer, error)
+WIRE = wire.Wire("anthropic-messages", read, answer, error)

@@ -10,19 +10,10 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict
 
+from a2a_wrapper.offline_model import wire
 from a2a_wrapper.offline_model.plan import ReplyPlan, message_text
 from a2a_wrapper.offline_model.sse import Event, stream_events
 from a2a_wrapper.offline_model.stream import Completion
-from a2a_wrapper.offline_model.wire import (
-    ChatRequest,
-    InvalidRequest,
-    Wire,
-    call_entry,
-    chat_tool,
-    tool_call_message,
-    tool_result_message,
-    validated,
-)
 
 _ROLES = {"user": "user", "model": "assistant"}
 _STATUS_NAMES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND"}
@@ -37,20 +28,22 @@ class GenerateRequest(BaseModel):
     tools: list[dict[str, Any]] | None = None
 
 
-def _reader(stream: bool) -> Callable[[dict[str, Any], web.Request], ChatRequest]:
-    def read(body: dict[str, Any], request: web.Request) -> ChatRequest:
+def _reader(stream: bool) -> Callable[[dict[str, Any], web.Request], wire.ChatRequest]:
+    def read(body: dict[str, Any], request: web.Request) -> wire.ChatRequest:
         if stream and request.query.get("alt") != "sse":
             alt = request.query.get("alt")
-            raise InvalidRequest(f"query parameter alt: only 'sse' is served, got {alt!r}")
-        sent = validated(body, GenerateRequest)
+            raise wire.InvalidRequest(f"query parameter alt: only 'sse' is served, got {alt!r}")
+        sent = wire.validated(body, GenerateRequest)
         messages: list[dict[str, Any]] = []
         if sent.systemInstruction:
-            messages.append({"role": "system", "content": sent.systemInstruction.get("parts") or []})
+            messages.append({"role": "system", "content": wire.parts_text(sent.systemInstruction.get("parts"))})
         for index, content in enumerate(sent.contents):
             messages += _as_chat(content, index)
         declared = (d for tool in sent.tools or () for d in tool.get("functionDeclarations") or ())
-        tools = [chat_tool(declaration.get("name")) for declaration in declared]
-        return ChatRequest(model=request.match_info["model"], messages=messages, stream=stream, tools=tools or None)
+        tools = [wire.chat_tool(declaration.get("name")) for declaration in declared]
+        return wire.ChatRequest(
+            model=request.match_info["model"], messages=messages, stream=stream, tools=tools or None
+        )
 
     return read
 
@@ -59,16 +52,18 @@ def _as_chat(content: Mapping[str, Any], index: int) -> list[dict[str, Any]]:
     """One Gemini content as chat messages. Gemini has no call ids unless it sends them: the name stands in."""
     role = _ROLES.get(str(content.get("role", "user")))
     if role is None:
-        raise InvalidRequest(f"contents.{index}.role: unknown role {content.get('role')!r}")
+        raise wire.InvalidRequest(f"contents.{index}.role: unknown role {content.get('role')!r}")
     parts = [p for p in content.get("parts") or () if isinstance(p, Mapping)]
     calls = [p["functionCall"] for p in parts if isinstance(p.get("functionCall"), Mapping)]
     results = [p["functionResponse"] for p in parts if isinstance(p.get("functionResponse"), Mapping)]
     if role == "assistant" and calls:
-        entries = [call_entry(_call_id(c), c.get("name"), json.dumps(c.get("args") or {})) for c in calls]
-        return [tool_call_message(entries)]
+        entries = [wire.call_entry(_call_id(c), c.get("name"), json.dumps(c.get("args") or {})) for c in calls]
+        return [wire.tool_call_message(entries)]
     if role == "user" and results:
-        return [tool_result_message(_call_id(r), str(r.get("name")), _result_text(r.get("response"))) for r in results]
-    return [{"role": role, "content": parts}]
+        return [
+            wire.tool_result_message(_call_id(r), str(r.get("name")), _result_text(r.get("response"))) for r in results
+        ]
+    return [{"role": role, "content": wire.parts_text(parts)}]
 
 
 def _call_id(call: Mapping[str, Any]) -> str:
@@ -114,7 +109,7 @@ def _chunks(plan: ReplyPlan, meta: Completion) -> list[dict[str, Any]]:
     return [*chunks[:-1], _finished(meta, chunks[-1])]
 
 
-async def answer(request: web.Request, chat: ChatRequest, plan: ReplyPlan, meta: Completion) -> web.StreamResponse:
+async def answer(request: web.Request, chat: wire.ChatRequest, plan: ReplyPlan, meta: Completion) -> web.StreamResponse:
     if chat.stream:
         events: list[Event] = [(None, chunk) for chunk in _chunks(plan, meta)]
         return await stream_events(request, [], events[:-1], events[-1:], plan.duration)
@@ -128,5 +123,5 @@ def error(status: int, message: str) -> web.Response:
     return web.json_response({"error": {"code": status, "message": message, "status": name}}, status=status)
 
 
-STREAM_WIRE = Wire("gemini-stream", _reader(stream=True), answer, error)
-WIRE = Wire("gemini", _reader(stream=False), answer, error)
+STREAM_WIRE = wire.Wire("gemini-stream", _reader(stream=True), answer, error)
+WIRE = wire.Wire("gemini", _reader(stream=False), answer, error)

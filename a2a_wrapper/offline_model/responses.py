@@ -7,39 +7,23 @@ from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict
 
+from a2a_wrapper.offline_model import wire
 from a2a_wrapper.offline_model.plan import ReplyPlan, split_even
 from a2a_wrapper.offline_model.sse import Event, stream_events
 from a2a_wrapper.offline_model.stream import ARGUMENT_PIECES, Completion, error_response
-from a2a_wrapper.offline_model.wire import (
-    MODEL_ID,
-    ChatRequest,
-    InvalidRequest,
-    Wire,
-    call_entry,
-    chat_tool,
-    tool_call_message,
-    tool_result_message,
-    validated,
-)
 
 # Responses roles as chat roles: Codex sends its instructions to the model as `developer` messages.
 _ROLES = {"developer": "system", "system": "system", "user": "user", "assistant": "assistant"}
 
 
-class ResponsesRequest(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    model: str = MODEL_ID
+class ResponsesRequest(wire.FormatRequest):
     input: str | list[dict[str, Any]]
     instructions: str | None = None
-    tools: list[dict[str, Any]] | None = None
-    stream: bool = False
 
 
-def read(body: dict[str, Any], request: web.Request) -> ChatRequest:
-    sent = validated(body, ResponsesRequest)
+def read(body: dict[str, Any], request: web.Request) -> wire.ChatRequest:
+    sent = wire.validated(body, ResponsesRequest)
     messages: list[dict[str, Any]] = []
     if sent.instructions:
         messages.append({"role": "system", "content": sent.instructions})
@@ -47,8 +31,8 @@ def read(body: dict[str, Any], request: web.Request) -> ChatRequest:
     names: dict[str, str] = {}
     for index, item in enumerate(items):
         messages += _as_chat(item, index, names)
-    tools = [chat_tool(tool.get("name")) for tool in sent.tools or () if tool.get("type") == "function"]
-    return ChatRequest(model=sent.model, messages=messages, stream=sent.stream, tools=tools or None)
+    tools = [wire.chat_tool(tool.get("name")) for tool in sent.tools or () if tool.get("type") == "function"]
+    return wire.ChatRequest(model=sent.model, messages=messages, stream=sent.stream, tools=tools or None)
 
 
 def _as_chat(item: Mapping[str, Any], index: int, names: dict[str, str]) -> list[dict[str, Any]]:
@@ -57,26 +41,21 @@ def _as_chat(item: Mapping[str, Any], index: int, names: dict[str, str]) -> list
     if kind == "function_call":
         call_id = str(item.get("call_id"))
         names[call_id] = str(item.get("name"))
-        return [tool_call_message([call_entry(call_id, item.get("name"), str(item.get("arguments") or "{}"))])]
+        return [
+            wire.tool_call_message([wire.call_entry(call_id, item.get("name"), str(item.get("arguments") or "{}"))])
+        ]
     if kind == "function_call_output":
         call_id = str(item.get("call_id"))
         output = item.get("output")
-        text = output if isinstance(output, str) else _parts_text(output)
-        return [tool_result_message(call_id, names.get(call_id, "unknown"), text)]
+        text = output if isinstance(output, str) else wire.parts_text(output)
+        return [wire.tool_result_message(call_id, names.get(call_id, "unknown"), text)]
     if kind != "message":
         return []
     role = _ROLES.get(str(item.get("role")))
     if role is None:
-        raise InvalidRequest(f"input.{index}.role: unknown role {item.get('role')!r}")
+        raise wire.InvalidRequest(f"input.{index}.role: unknown role {item.get('role')!r}")
     content = item.get("content")
-    return [{"role": role, "content": content if isinstance(content, str) else _parts_text(content)}]
-
-
-def _parts_text(parts: object) -> str:
-    """The text of `input_text`/`output_text` parts."""
-    if not isinstance(parts, list):
-        return ""
-    return "".join(str(p.get("text", "")) for p in parts if isinstance(p, Mapping) and "text" in p)
+    return [{"role": role, "content": content if isinstance(content, str) else wire.parts_text(content)}]
 
 
 def _usage(meta: Completion) -> dict[str, Any]:
@@ -167,7 +146,7 @@ def _numbered(events: list[Event], start: int) -> list[Event]:
     return [(kind, {**payload, "sequence_number": start + n}) for n, (kind, payload) in enumerate(events)]
 
 
-async def answer(request: web.Request, chat: ChatRequest, plan: ReplyPlan, meta: Completion) -> web.StreamResponse:
+async def answer(request: web.Request, chat: wire.ChatRequest, plan: ReplyPlan, meta: Completion) -> web.StreamResponse:
     items = output_items(plan, meta)
     finished = response_body(meta, "completed", items, _usage(meta))
     if not chat.stream:
@@ -179,4 +158,4 @@ async def answer(request: web.Request, chat: ChatRequest, plan: ReplyPlan, meta:
     return await stream_events(request, head, body, tail, plan.duration)
 
 
-WIRE = Wire("responses", read, answer, error_response)
+WIRE = wire.Wire("responses", read, answer, error_response)

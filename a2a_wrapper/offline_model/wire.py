@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -30,6 +30,16 @@ class ChatRequest(BaseModel):
     stream: bool = False
     stream_options: dict[str, Any] | None = None
     tools: list[Any] | None = None
+
+
+class FormatRequest(BaseModel):
+    """The keys every non-chat format shares; each format's request adds its own."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str = MODEL_ID
+    tools: list[dict[str, Any]] | None = None
+    stream: bool = False
 
 
 @dataclass(frozen=True)
@@ -68,3 +78,11 @@ def validated(body: dict[str, Any], model: type[ModelT]) -> ModelT:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "body"
         raise InvalidRequest(f"{where}: {first['msg']}") from exc
+
+
+def parts_text(parts: object) -> str:
+    """The text of a list of parts that carry `text` (Responses `input_text`/`output_text`, Gemini's); thoughts
+    are not the prompt."""
+    if not isinstance(parts, list):
+        return ""
+    return "".join(str(p["text"]) for p in parts if isinstance(p, Mapping) and "text" in p and not p.get("thought"))
