@@ -8,6 +8,7 @@ so these tests speak the wire with httpx and parse the SSE with httpx-sse.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -334,3 +335,58 @@ async def test_each_format_records_its_request_and_plays_scripted_steps(
     recorded = offline.control.requests()
     assert [r["model"] for r in recorded[:2]] == ["fake-claude", "fake-codex"]
     assert "contents" in recorded[2] and offline.control.snapshot()["queued_steps"] == 0
+
+
+# --- [[think:…]] where the format carries thoughts --------------------------------------------------
+
+
+async def test_anthropic_thinking_block_before_text(client: httpx.AsyncClient) -> None:
+    got = await events(client, "/v1/messages", claude({"role": "user", "content": "[[think:weigh it up]] go"}))
+    starts = [d["content_block"] for n, d in got if n == "content_block_start"]
+    assert starts == [{"type": "thinking", "thinking": "", "signature": ""}, {"type": "text", "text": ""}]
+    first = [d["delta"] for n, d in got if n == "content_block_delta" and d["index"] == 0]
+    assert "".join(d.get("thinking", "") for d in first) == "weigh it up"
+    assert first[-1] == {"type": "signature_delta", "signature": "offline"}
+    body = (
+        await client.post("/v1/messages", json=claude({"role": "user", "content": "[[think:hm]] go"}, stream=False))
+    ).json()
+    assert body["content"][0] == {"type": "thinking", "thinking": "hm", "signature": "offline"}
+    assert body["content"][1] == {"type": "text", "text": "Offline model reply: go"}
+
+
+async def test_gemini_thought_parts_before_text(client: httpx.AsyncClient) -> None:
+    got = await events(client, STREAM, gemini(asks("[[think:weigh it up]] go")))
+    parts = [p for _, d in got for p in d["candidates"][0]["content"]["parts"]]
+    assert "".join(p["text"] for p in parts if p.get("thought")) == "weigh it up"
+    assert "".join(p["text"] for p in parts if not p.get("thought")) == "Offline model reply: go"
+    assert parts[0].get("thought") is True and "thought" not in parts[-1]
+
+
+# --- pacing and hanging up, shared by every format ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/messages", claude({"role": "user", "content": "[[slow:1]] [[long:8]]"})),
+        ("/v1/responses", codex(said("[[slow:1]] [[long:8]]"))),
+        (STREAM, gemini(asks("[[slow:1]] [[long:8]]"))),
+    ],
+)
+async def test_slow_directive_spreads_the_stream(client: httpx.AsyncClient, path: str, body: dict[str, Any]) -> None:
+    arrivals: list[float] = []
+    async with httpx_sse.aconnect_sse(client, "POST", path, json=body) as source:
+        async for _ in source.aiter_sse():
+            arrivals.append(asyncio.get_running_loop().time())
+    assert len(arrivals) >= 8
+    assert arrivals[-1] - arrivals[0] >= 0.8  # 8 of the 1 s's pieces come after the first event
+
+
+async def test_client_hanging_up_ends_the_stream(client: httpx.AsyncClient, offline: OfflineModel) -> None:
+    body = claude({"role": "user", "content": "[[slow:30]] [[long:4]]"})
+    async with httpx_sse.aconnect_sse(client, "POST", "/v1/messages", json=body) as source:
+        async for sse in source.aiter_sse():
+            assert sse.event == "message_start"
+            break
+    await asyncio.wait_for(offline.control.wait_idle(), timeout=5)
+    assert offline.control.snapshot()["in_flight"] == 0

@@ -55,8 +55,14 @@ def _result_message(result: Mapping[str, Any], names: dict[str, str]) -> dict[st
     return wire.tool_result_message(call_id, names.get(call_id, "unknown"), text)
 
 
+# Claude Code hands thinking blocks back verbatim; nothing checks the signature offline.
+THINKING_SIGNATURE = "offline"
+
+
 def content_blocks(plan: ReplyPlan, meta: Completion) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
+    if plan.reasoning:
+        blocks.append({"type": "thinking", "thinking": "".join(plan.reasoning), "signature": THINKING_SIGNATURE})
     if plan.content or not plan.tool_calls:
         blocks.append({"type": "text", "text": plan.text})
     for call, call_id in zip(plan.tool_calls, meta.call_ids, strict=True):
@@ -97,10 +103,14 @@ def message_body(plan: ReplyPlan, meta: Completion) -> dict[str, Any]:
 
 
 def _block_events(plan: ReplyPlan, meta: Completion) -> list[Event]:
-    """Each block: start (empty), its deltas (text pieces, or the input JSON in pieces), stop."""
+    """Each block: start (empty), its deltas (thinking or text pieces, or the input JSON in pieces), stop."""
     events: list[Event] = []
     for index, block in enumerate(content_blocks(plan, meta)):
-        if block["type"] == "text":
+        if block["type"] == "thinking":
+            start = {**block, "thinking": "", "signature": ""}
+            deltas = [{"type": "thinking_delta", "thinking": piece} for piece in plan.reasoning]
+            deltas.append({"type": "signature_delta", "signature": THINKING_SIGNATURE})
+        elif block["type"] == "text":
             start = {**block, "text": ""}
             deltas = [{"type": "text_delta", "text": piece} for piece in plan.content]
         else:

@@ -101,8 +101,9 @@ def _call_parts(plan: ReplyPlan) -> list[dict[str, Any]]:
 
 
 def _chunks(plan: ReplyPlan, meta: Completion) -> list[dict[str, Any]]:
-    """A chunk per text piece, then one with every function call; the last one finished."""
-    chunks = [_chunk(meta, [{"text": piece}]) for piece in plan.content]
+    """A chunk per thought piece, then per text piece, then one with every function call; the last one finished."""
+    chunks = [_chunk(meta, [{"text": piece, "thought": True}]) for piece in plan.reasoning]
+    chunks += [_chunk(meta, [{"text": piece}]) for piece in plan.content]
     if plan.tool_calls:
         chunks.append(_chunk(meta, _call_parts(plan)))
     chunks = chunks or [_chunk(meta, [{"text": ""}])]
@@ -114,7 +115,9 @@ async def answer(request: web.Request, chat: wire.ChatRequest, plan: ReplyPlan, 
         events: list[Event] = [(None, chunk) for chunk in _chunks(plan, meta)]
         return await stream_events(request, [], events[:-1], events[-1:], plan.duration)
     await asyncio.sleep(plan.duration)
-    parts = ([{"text": plan.text}] if plan.content or not plan.tool_calls else []) + _call_parts(plan)
+    thought = [{"text": "".join(plan.reasoning), "thought": True}] if plan.reasoning else []
+    text = [{"text": plan.text}] if plan.content or not plan.tool_calls else []
+    parts = thought + text + _call_parts(plan)
     return web.json_response(_finished(meta, _chunk(meta, parts)))
 
 
