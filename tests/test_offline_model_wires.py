@@ -390,3 +390,22 @@ async def test_client_hanging_up_ends_the_stream(client: httpx.AsyncClient, offl
             break
     await asyncio.wait_for(offline.control.wait_idle(), timeout=5)
     assert offline.control.snapshot()["in_flight"] == 0
+
+
+async def test_responses_reasoning_item_before_message(client: httpx.AsyncClient) -> None:
+    got = await events(client, "/v1/responses", codex(said("[[think:weigh it up]] go")))
+    names = [name for name, _ in got]
+    pieces = names.count("response.reasoning_summary_text.delta")
+    assert names[: 4 + pieces] == [
+        "response.created",
+        "response.output_item.added",
+        "response.reasoning_summary_part.added",
+        *["response.reasoning_summary_text.delta"] * pieces,
+        "response.reasoning_summary_text.done",
+    ]
+    assert "".join(d["delta"] for n, d in got if n == "response.reasoning_summary_text.delta") == "weigh it up"
+    output = got[-1][1]["response"]["output"]
+    assert [item["type"] for item in output] == ["reasoning", "message"]
+    assert output[0]["summary"] == [{"type": "summary_text", "text": "weigh it up"}]
+    assert output[1]["content"][0]["text"] == "Offline model reply: go"
+    assert [d["sequence_number"] for _, d in got] == list(range(len(got)))

@@ -70,6 +70,9 @@ def _usage(meta: Completion) -> dict[str, Any]:
 
 def output_items(plan: ReplyPlan, meta: Completion) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
+    if plan.reasoning:
+        summary = [{"type": "summary_text", "text": "".join(plan.reasoning)}]
+        items.append({"id": f"rs_{meta.id}", "type": "reasoning", "summary": summary})
     if plan.content or not plan.tool_calls:
         part = {"type": "output_text", "text": plan.text, "annotations": []}
         items.append(
@@ -108,7 +111,9 @@ def _item_events(plan: ReplyPlan, items: list[dict[str, Any]]) -> list[Event]:
     events: list[Event] = []
     for index, item in enumerate(items):
         where = {"output_index": index, "item_id": item["id"]}
-        if item["type"] == "message":
+        if item["type"] == "reasoning":
+            events += _reasoning_events(plan, item, index)
+        elif item["type"] == "message":
             part = item["content"][0]
             events.append(
                 _event(
@@ -136,6 +141,19 @@ def _item_events(plan: ReplyPlan, items: list[dict[str, Any]]) -> list[Event]:
             events.append(_event("response.function_call_arguments.done", **where, arguments=item["arguments"]))
         events.append(_event("response.output_item.done", output_index=index, item=item))
     return events
+
+
+def _reasoning_events(plan: ReplyPlan, item: dict[str, Any], index: int) -> list[Event]:
+    """A reasoning item carries `[[think:…]]` as one summary part, streamed in pieces."""
+    where = {"output_index": index, "item_id": item["id"], "summary_index": 0}
+    part = item["summary"][0]
+    return [
+        _event("response.output_item.added", output_index=index, item={**item, "summary": []}),
+        _event("response.reasoning_summary_part.added", **where, part={**part, "text": ""}),
+        *(_event("response.reasoning_summary_text.delta", **where, delta=piece) for piece in plan.reasoning),
+        _event("response.reasoning_summary_text.done", **where, text=part["text"]),
+        _event("response.reasoning_summary_part.done", **where, part=part),
+    ]
 
 
 def _event(kind: str, **fields: Any) -> Event:
