@@ -308,7 +308,7 @@ def schema() -> None:
 @click.option("--port", type=int, default=8765, show_default=True)
 @click.option("--host", default="127.0.0.1", show_default=True)
 def model(port: int, host: str) -> None:
-    """Run the offline model (an OpenAI-compatible chat-completions server) alone."""
+    """Run the offline model alone (chat completions, Responses, Anthropic Messages, Gemini)."""
     from a2a_wrapper.offline_model import run
 
     setup_logging(None)

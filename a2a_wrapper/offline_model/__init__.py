@@ -1,4 +1,5 @@
-"""A deterministic, offline, OpenAI-compatible streaming chat-completions server.
+"""A deterministic, offline model server: OpenAI chat completions and Responses, Anthropic Messages and Gemini
+`generateContent` (streaming and not), all answering from the same directives.
 
 Prompt directives steer it (`[[tool:bash {"command": "ls"}]]`, `[[think:...]]`, `[[slow:2]]`,
 `[[error:500]]`, `[[turns]]`, `[[long:50]]`, `[[echo-system]]`, `[[question:{...}]]`); tests can also

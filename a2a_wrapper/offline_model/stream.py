@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import json
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -11,11 +9,11 @@ from typing import Any
 from aiohttp import web
 
 from a2a_wrapper.offline_model.plan import FinishReason, ReplyPlan, split_even
+from a2a_wrapper.offline_model.sse import open_stream, send, send_paced
 
 logger = logging.getLogger(__name__)
 
 ARGUMENT_PIECES = 4
-KEEPALIVE_SECONDS = 15.0
 Delta = dict[str, Any]
 
 
@@ -72,21 +70,15 @@ async def stream_reply(
     request: web.Request, plan: ReplyPlan, meta: Completion, include_usage: bool
 ) -> web.StreamResponse:
     """Stream the plan as SSE chunks, pacing the deltas evenly over `plan.duration`."""
-    response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
-    await response.prepare(request)
+    response = await open_stream(request)
     try:
-        await _send(response, _chunk(meta, {"role": "assistant", "content": ""}))
-        deltas = plan_deltas(plan, meta.call_ids)
-        gap = plan.duration / max(1, len(deltas))
-        for delta in deltas:
-            await _pause(response, gap)
-            await _send(response, _chunk(meta, delta))
-        if not deltas:
-            await _pause(response, plan.duration)
-        await _send(response, _chunk(meta, {}, plan.finish_reason))
+        await send(response, _chunk(meta, {"role": "assistant", "content": ""}))
+        chunks = [(None, _chunk(meta, delta)) for delta in plan_deltas(plan, meta.call_ids)]
+        await send_paced(response, chunks, plan.duration)
+        await send(response, _chunk(meta, {}, plan.finish_reason))
         if include_usage:
             usage_chunk = {**_envelope(meta, "chat.completion.chunk"), "choices": [], "usage": meta.usage}
-            await _send(response, usage_chunk)
+            await send(response, usage_chunk)
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
     except ConnectionResetError:
@@ -101,18 +93,3 @@ def _envelope(meta: Completion, kind: str) -> dict[str, Any]:
 def _chunk(meta: Completion, delta: Delta, finish_reason: FinishReason | None = None) -> dict[str, Any]:
     choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
     return {**_envelope(meta, "chat.completion.chunk"), "choices": [choice]}
-
-
-async def _send(response: web.StreamResponse, payload: dict[str, Any]) -> None:
-    data = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
-    await response.write(f"data: {data}\n\n".encode())
-
-
-async def _pause(response: web.StreamResponse, seconds: float) -> None:
-    # Simulated model latency; long waits keep the connection warm with SSE comments.
-    while seconds > KEEPALIVE_SECONDS:
-        await asyncio.sleep(KEEPALIVE_SECONDS)
-        await response.write(b": keep-alive\n\n")
-        seconds -= KEEPALIVE_SECONDS
-    if seconds > 0:
-        await asyncio.sleep(seconds)
