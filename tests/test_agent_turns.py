@@ -213,8 +213,10 @@ async def test_backend_killed_mid_turn_fails_the_task_and_comes_back(
     turn = asyncio.create_task(stream(http, agent.jsonrpc, {"message": user_message(f"[[slow:20]] {doomed}")}))
     await wait_until_the_model_receives(agent.model, doomed)
     os.killpg(pid, signal.SIGKILL)
-    down = await http.get(agent.url + "/health")
-    assert down.status_code == 503 and down.json()["backend"]["healthy"] is False
+    async with asyncio.timeout(5):  # the moment the process is gone (no call to it: readiness asks none)
+        while (down := await http.get(agent.url + "/health")).status_code != 503:  # noqa: ASYNC110
+            await asyncio.sleep(0.02)
+    assert down.json()["backend"]["healthy"] is False
     events = await turn
     final = events[-1]["statusUpdate"]["status"]
     assert final["state"] == "TASK_STATE_FAILED"

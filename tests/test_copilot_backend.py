@@ -148,8 +148,10 @@ async def test_a_cli_killed_mid_turn_fails_the_task_and_comes_back(
         )
         await wait_until_the_model_receives(offline_model, doomed)
         os.kill(pid, signal.SIGKILL)
-        down = await http.get(served.url + "/health")
-        assert down.status_code == 503 and down.json()["backend"]["healthy"] is False
+        async with asyncio.timeout(5):  # the moment the process is gone (no call to it: readiness asks none)
+            while (down := await http.get(served.url + "/health")).status_code != 503:  # noqa: ASYNC110
+                await asyncio.sleep(0.02)
+        assert down.json()["backend"]["healthy"] is False
         async with asyncio.timeout(15):
             events = await turn
         final = events[-1]["statusUpdate"]["status"]
