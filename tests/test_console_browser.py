@@ -83,7 +83,7 @@ async def decide_on_the_page(
 async def test_the_demos_printed_link_signs_in_once_and_the_owner_allows_and_denies(
     tmp_path: Path, http: httpx.AsyncClient
 ) -> None:
-    port = free_block(4)
+    port = free_block(7)  # the registry, its three agents, their gRPC ports
     demo = await Demo.start(tmp_path, port)
     try:
         await demo.printed(r"^all 3 agents running", 240)

@@ -2,6 +2,7 @@
 
 import asyncio
 import os
+import random
 import re
 import signal
 import socket
@@ -14,12 +15,13 @@ IN_PLACE = "A2A_WRAP_WORKSPACE__MODE"  # the suite's agents work in place (tests
 
 
 def free_block(size: int, avoid: range = range(0)) -> int:
-    """A port whose next `size - 1` ports are free too (the demo puts its agents right after the registry)."""
+    """A port whose next `size - 1` ports are free too (the demo puts its agents right after the registry), below
+    the kernel's ephemeral range, as the demo's own 8800 is: a port the system hands out meanwhile (a backend's
+    own server, any client's) never lands in the block before the demo's agents have bound it."""
+    lowest_ephemeral = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
     for _ in range(50):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            base = int(probe.getsockname()[1])
-        if base + size > 65535 or set(range(base, base + size)) & set(avoid):
+        base = random.randrange(10000, lowest_ephemeral - size)
+        if set(range(base, base + size)) & set(avoid):
             continue
         try:
             for port in range(base, base + size):
