@@ -25,7 +25,7 @@ from a2a_wrapper.offline_model import OfflineModel
 from tests.conftest import SettingsFactory
 from tests.helpers.a2a_wire import V1, rpc, status_text, task_answer, user_message
 from tests.helpers.model_prompts import marker, wait_until_the_model_receives
-from tests.helpers.postgres import PostgresServer, postgres_binaries, running_postgres
+from tests.helpers.postgres import PostgresServer, postgres_for_tests
 from tests.helpers.serve_process import LoggedServe, read_log, serve_config, start_serve, wait_healthy
 
 pytestmark = pytest.mark.slow
@@ -37,10 +37,7 @@ OUTAGE = 10.0  # seconds the database is down, as in the issue's drill
 @pytest.fixture
 def own_postgres() -> Iterator[PostgresServer]:
     """A PostgreSQL this test alone stops and starts (the run's shared one serves other tests meanwhile)."""
-    binaries = postgres_binaries()
-    if binaries is None:
-        pytest.skip("no PostgreSQL server binaries under /usr/lib/postgresql (Debian's postgresql package)")
-    with running_postgres(binaries) as server:
+    with postgres_for_tests() as server:
         yield server
 
 
