@@ -199,11 +199,20 @@ class Turns:
             await reporter.accept()
         await self._locks.acquire(scope.key)
         try:
-            live = await self._start(scope, prompt, reporter)
+            live = await self._open(scope, prompt, reporter)
         except BaseException:
             self._locks.release(scope.key)
             raise
-        if live is not None:
+        if live is None:
+            self._locks.release(scope.key)
+            return
+        try:
+            begun = await self._begin(live)
+        except BaseException:  # a2a-sdk cancels this request after a cancel of the task: its turn is over
+            self._end(live)
+            await self._checked(live)
+            raise
+        if begun:
             async with live.steps:
                 await self._advance(live)
 
@@ -313,10 +322,11 @@ class Turns:
             await asyncio.wait(self._checks, timeout=grace)
         self.feed.close()  # the console's streams end: they must not hold up the server's shutdown
 
-    async def _start(self, scope: TurnScope, prompt: Prompt, reporter: TaskReporter) -> LiveTurn | None:
-        """Opens the context's session and prepares the turn (the prompt goes out on its first step). Past the
-        agent's caller limit the task is rejected: A2A's state for a task the agent will not run, with the reason;
-        the request itself was sound, and the agent goes on serving its other callers."""
+    async def _open(self, scope: TurnScope, prompt: Prompt, reporter: TaskReporter) -> LiveTurn | None:
+        """Opens the context's session and prepares the turn (the prompt goes out on its first step), known to
+        `cancel` from here on, before its task shows `working`. Past the agent's caller limit the task is
+        rejected: A2A's state for a task the agent will not run, with the reason; the request itself was sound,
+        and the agent goes on serving its other callers."""
         try:
             if self._tenants is not None:
                 await self._tenants.admit(scope.caller)
@@ -324,32 +334,35 @@ class Turns:
         except CallerLimit as exc:
             await reporter.reject(str(exc))
             reporter.clock.end("rejected")
-            self._locks.release(scope.key)
             return None
         except (BackendError, WorkspaceError) as exc:
             await reporter.finish(Done(outcome="failed", sentence=f"The backend could not run the turn: {exc}"))
-            self._locks.release(scope.key)
             return None
         reporter.metadata.update({"session": opened.id, "sessionRecreated": opened.recreated})
         if self._workspaces is not None and opened.directory is not None:
             reporter.workspace_change = partial(self._workspaces.change, scope.key)
             reporter.workspace_folder = opened.directory
-        await reporter.working()
-        if self._watch is not None:
-            try:
-                await self._watch.begin()
-            except OSError as exc:  # fail closed: a turn whose workspace cannot be checked after it does not run
-                await reporter.finish(Done(outcome="failed", sentence=f"The workspace could not be read: {exc}"))
-                self._locks.release(scope.key)
-                return None
         turn = self._backend.turn(Session(opened.id, opened.created, opened.directory), prompt)
         live = LiveTurn(turn, events_of(turn), reporter, scope, prompt, self._turn_timeout)
-        live.watched = self._watch is not None
         reporter.after_turn = functools.partial(self._checked, live)
         self._live[scope.task_id] = live
         self._drained.clear()
         self.feed.bump()
         return live
+
+    async def _begin(self, live: LiveTurn) -> bool:
+        """The task shows `working`, and the workspace's control files are noted; False when they cannot be read
+        (fail closed: a turn whose workspace cannot be checked after it does not run) or the turn was canceled."""
+        await live.reporter.working()
+        if self._watch is not None:
+            try:
+                await self._watch.begin()
+            except OSError as exc:
+                self._end(live)
+                await live.reporter.finish(Done(outcome="failed", sentence=f"The workspace could not be read: {exc}"))
+                return False
+            live.watched = True
+        return True
 
     async def _advance(self, live: LiveTurn) -> None:
         """Drives the turn until it ends or pauses for a person; an ended turn lets its context go."""
