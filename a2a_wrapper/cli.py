@@ -298,8 +298,14 @@ def sidecar(folders: Path, reap_strays: bool) -> None:
 
 
 @main.command()
-def schema() -> None:
+@click.option("--markdown", is_flag=True, help="The configuration reference (docs/config-reference.md) instead.")
+def schema(markdown: bool) -> None:
     """Print the JSON Schema of the agent config file."""
+    if markdown:
+        from a2a_wrapper.config.reference import reference_markdown
+
+        click.echo(reference_markdown(), nl=False)
+        return
     # snake_case, as the docs and examples write it; camelCase aliases are accepted too.
     click.echo(json.dumps(AgentSettings.model_json_schema(by_alias=False), indent=2))
 

@@ -1,4 +1,4 @@
-"""StreamEvents → A2A task updates, per the table in DESIGN.md."""
+"""StreamEvents → A2A task updates, per the table in docs/design.md."""
 
 import dataclasses
 import hashlib
