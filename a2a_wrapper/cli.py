@@ -318,7 +318,10 @@ def model(port: int, host: str) -> None:
     from a2a_wrapper.offline_model import run
 
     setup_logging(None)
-    run(host, port)
+    try:
+        run(host, port)
+    except WrapperError as exc:
+        raise click.ClickException(str(exc)) from exc
 
 
 OPERATOR_HELP = (

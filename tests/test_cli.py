@@ -323,6 +323,18 @@ def test_a_taken_port_is_refused_before_the_backend_starts(tmp_path: Path, state
     assert " started " not in result.stderr  # no backend process was started only to be stopped again
 
 
+@pytest.mark.parametrize("command", [["model"], ["registry", "--agent", "http://127.0.0.1:9"]])
+def test_a_taken_port_is_one_sentence_for_the_model_and_the_registry(command: list[str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = a2a_wrap(*command, "--port", str(port))
+    assert result.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port} (Address already in use)" in result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
 def test_a_second_serve_on_one_state_folder_is_refused_naming_the_first(
     tmp_path: Path, state_home: dict[str, str]
 ) -> None:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 from types import TracebackType
 
 from aiohttp import web
 
+from a2a_wrapper.errors import ConfigError
 from a2a_wrapper.offline_model.control import ControlState
 from a2a_wrapper.offline_model.server import CONTROL, create_app
 
@@ -51,6 +53,10 @@ class OfflineModel:
         await runner.setup()
         try:
             await web.TCPSite(runner, self.host, self.port).start()
+        except OSError as exc:  # a taken port is one sentence
+            await runner.cleanup()
+            reason = os.strerror(exc.errno) if exc.errno else str(exc)
+            raise ConfigError(f"offline model: cannot listen on {self.host}:{self.port} ({reason})") from exc
         except BaseException:
             await runner.cleanup()
             raise
