@@ -298,6 +298,57 @@ def sidecar(folders: Path, reap_strays: bool) -> None:
 
 
 @main.command()
+@click.option(
+    "--token-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    required=True,
+    help="The channel's token: the Secret's file, mounted in this container only.",
+)
+@click.option(
+    "--listen",
+    default="0.0.0.0:8791",
+    show_default=True,
+    help="HOST:PORT of the gate the wrapper's pod opens `sidecar` and `port/N` through.",
+)
+@click.option("--wrapper", required=True, help="HOST:PORT of the wrapper pod's gate (its Service).")
+@click.option(
+    "--folders",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("/srv/a2a/backend"),
+    show_default=True,
+    help="The backend's folders (runtime.folders): where the sidecar's socket is.",
+)
+@click.option(
+    "--sockets",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("/run/a2a-wrapper"),
+    show_default=True,
+    help="Where the wrapper's sockets appear for the backend (read-only there).",
+)
+@click.option(
+    "--forward",
+    "names",
+    multiple=True,
+    default=("egress.sock", "hook.sock"),
+    show_default=True,
+    help="A socket of the wrapper's to show in --sockets (repeat).",
+)
+def channel(token_file: Path, listen: str, wrapper: str, folders: Path, sockets: Path, names: tuple[str, ...]) -> None:
+    """The backend pod's end of its channels to the wrapper's pod (the backend in a pod of its own)."""
+    from a2a_wrapper.sandbox.channel import read_token
+    from a2a_wrapper.sandbox.pod_channels import Address, serve_backend_side
+    from a2a_wrapper.sandbox.sidecar import socket_path
+
+    setup_logging(None)
+    try:
+        token, gate, peer = read_token(token_file), Address.parse(listen), Address.parse(wrapper)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+    sockets.mkdir(parents=True, exist_ok=True)
+    _run(serve_backend_side(token, gate, socket_path(folders), peer, sockets, names))
+
+
+@main.command()
 def schema() -> None:
     """Print the JSON Schema of the agent config file."""
     # snake_case, as the docs and examples write it; camelCase aliases are accepted too.

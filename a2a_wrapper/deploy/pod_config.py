@@ -31,6 +31,9 @@ SOCKETS_MOUNT = "/run/a2a-wrapper"  # an emptyDir: the wrapper's sockets, read-o
 BACKEND_MOUNT = "/srv/a2a"  # the backend's PersistentVolumeClaim: its own folders and the workspace
 BACKEND_FOLDERS = f"{BACKEND_MOUNT}/backend"
 WORKSPACE = f"{BACKEND_MOUNT}/workspace"
+# The backend in a pod of its own: what the wrapper made for it to read (its config, Copilot's package), on the
+# shared volume, read-only in the backend's pod (its sockets folder there holds the channel's forwards only).
+SHOWN = f"{BACKEND_MOUNT}/shown"
 # What a runtime said that still holds in a pod; cpus and memory become the backend container's resources.
 _RUNTIME_KEPT = ("hosts", "connect_timeout")
 _RUNTIME_AS_RESOURCES = ("cpus", "memory")
