@@ -267,10 +267,10 @@ async def test_the_wrapper_starts_and_reaches_the_backend_in_its_pod_only_with_t
             # The stand-in the wrapper starts for a backend: the command runs in the backend's pod.
             spec = {"socket": str(wrapper_folder / "sidecar.sock"), "timeout": 10, "network": "apart", "fds": []}
             listing = "import os; print(sorted(os.listdir('/sys/class/net')))"
+            command = [sys.executable, "-I", "-S", stand_in.__file__, json.dumps(spec), "--", sys.executable, "-I"]
             started = await asyncio.create_subprocess_exec(
-                sys.executable, "-I", "-S", stand_in.__file__, json.dumps(spec), "--", sys.executable, "-I", "-c",
-                listing, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, stdin=asyncio.subprocess.DEVNULL,
-            )  # fmt: skip
+                *command, "-c", listing, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            )
             out, err = await asyncio.wait_for(started.communicate(), 60)
             page = await _get(wrapper_folder / "opencode.sock")
             forged = await _get(wrapper_folder / "forged.sock")
