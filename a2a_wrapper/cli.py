@@ -21,6 +21,7 @@ from a2a_wrapper.errors import WrapperError
 from a2a_wrapper.events import KINDS, ToolKind
 from a2a_wrapper.frontend.card import build_card
 from a2a_wrapper.guard import RedactingFilter, redact_value
+from a2a_wrapper.sandbox.plan import WRAPPER_CHANNELS
 from a2a_wrapper.shield import format_table
 from a2a_wrapper.workspaces import served_settings
 
@@ -329,7 +330,7 @@ def sidecar(folders: Path, reap_strays: bool) -> None:
     "--forward",
     "names",
     multiple=True,
-    default=("egress.sock", "hook.sock"),
+    default=WRAPPER_CHANNELS,
     show_default=True,
     help="A socket of the wrapper's to show in --sockets (repeat).",
 )

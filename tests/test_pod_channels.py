@@ -16,6 +16,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -23,16 +24,23 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
+import httpx
 import pytest
 
+from a2a_wrapper.config.runtimes import SidecarRuntime
 from a2a_wrapper.deploy.backend_pod import BACKEND_GATE_PORT, WRAPPER_GATE_PORT, backend_network_policy
+from a2a_wrapper.offline_model import OfflineModel
 from a2a_wrapper.sandbox import stand_in
 from a2a_wrapper.sandbox.channel import Forward, Gate, Refusal, unix_opener
 from a2a_wrapper.sandbox.egress import Destination, EgressDecision, EgressPolicy, EgressProxy
 from a2a_wrapper.sandbox.plan import EGRESS_SOCKET
 from a2a_wrapper.sandbox.pod_channels import PORT_PREFIX, SIDECAR
+from tests.helpers.a2a_wire import final_state, stream
+from tests.helpers.behaviour import BACKENDS, Harness
 from tests.helpers.listener import listener
+from tests.helpers.tool_messages import bash_params
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("iptables") is None,
@@ -305,3 +313,91 @@ def _dial(host: str, port: int) -> str:
     except OSError:
         return "refused"
     return "connected"
+
+
+@asynccontextmanager
+async def backend_pod(pod: PodNetwork, runtime: SidecarRuntime, folder: Path) -> AsyncIterator[None]:
+    """The backend's pod as `deploy kubernetes --backend-pod` renders it, in the namespace: its own mounts, where
+    `runtime.sockets` is the channel's folder (not the wrapper's) and `runtime.shown` is read-only; `a2a-wrap
+    channel` and `a2a-wrap sidecar` started as its two containers would be."""
+    assert runtime.token_file is not None and runtime.shown is not None
+    channel_sockets = folder / "channel-sockets"
+    channel_sockets.mkdir()
+    runtime.sockets.mkdir(parents=True, exist_ok=True)
+    runtime.shown.mkdir(parents=True, exist_ok=True)
+    a2a_wrap = Path(sys.executable).with_name("a2a-wrap")
+    channel = [
+        a2a_wrap, "channel", "--token-file", runtime.token_file, "--listen", f"{pod.backend}:{BACKEND_GATE_PORT}",
+        "--wrapper", f"{pod.wrapper}:{WRAPPER_GATE_PORT}", "--folders", runtime.folders, "--sockets", runtime.sockets,
+    ]  # fmt: skip
+    script = (
+        f"mount --bind {channel_sockets} {runtime.sockets} && mount --bind {runtime.shown} {runtime.shown} && "
+        f"mount -o remount,bind,ro {runtime.shown} && {{ {' '.join(map(str, channel))} & }} && "
+        f"echo $! > {folder / 'channel.pid'} && exec {a2a_wrap} sidecar --folders {runtime.folders}"
+    )
+    log = (folder / "backend-pod.log").open("w")
+    process = pod.run("unshare", "-m", "--propagation", "private", "sh", "-c", script, stdout=log, stderr=log)
+    deadline = asyncio.get_running_loop().time() + 60
+    while not ((channel_sockets / EGRESS_SOCKET).exists() and (runtime.folders / "sidecar.sock").exists()):
+        assert process.poll() is None, (folder / "backend-pod.log").read_text()
+        assert asyncio.get_running_loop().time() < deadline, "the backend's pod did not start in 60 s"
+        await asyncio.sleep(0.05)
+    try:
+        yield
+    finally:
+        process.terminate()
+        process.wait(10)
+        os.kill(int((folder / "channel.pid").read_text()), signal.SIGTERM)
+        log.close()
+
+
+@pytest.mark.slow
+async def test_an_agent_runs_opencode_in_a_pod_of_its_own_reached_only_through_its_channels(
+    pods: PodNetwork, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A whole agent (runtime.network apart) whose OpenCode runs in the backend's pod: the wrapper starts it through
+    the sidecar's channel, reaches its port through the backend's gate, OpenCode reaches the model and the hook
+    through the wrapper's gate; a tool there finds neither the wrapper's port nor the gate without the token."""
+    token_file = tmp_path / "channel-token"
+    token_file.write_text(secrets.token_hex(32))
+    enforce(backend_network_policy("coder", "agents"), pods)
+    runtime = SidecarRuntime(
+        sockets=tmp_path / "s", folders=tmp_path / "f", network="apart", gate=f"{pods.wrapper}:{WRAPPER_GATE_PORT}",
+        backend_gate=f"{pods.backend}:{BACKEND_GATE_PORT}", token_file=token_file, shown=tmp_path / "shown",
+    )  # fmt: skip
+    opencode = next(backend for backend in BACKENDS if backend.name == "opencode")
+    workspace = tmp_path / "state" / "workspace"
+    workspace.mkdir(parents=True)
+    (workspace / "dial.py").write_text(DIAL)
+    targets = [(pods.wrapper, WRAPPER_GATE_PORT, "a2a-channel egress.sock guess"), ("127.0.0.1", WRAPPER_GATE_PORT, "")]
+    targets.append((OUTSIDE, 443, ""))
+    async with OfflineModel() as model, backend_pod(pods, runtime, tmp_path), httpx.AsyncClient(timeout=120) as http:
+        harness = Harness(opencode, model, tmp_path, request.node)
+        async with harness.serving(runtime=runtime, auto_approve=True) as served:
+            targets.append((pods.wrapper, urlsplit(served.url).port or 0, ""))
+            dials = "; ".join(
+                f"python3 dial.py {host} {port} '{payload}' >> dialled.txt" for host, port, payload in targets
+            )
+            command = f"{dials}; ls /sys/class/net > nics.txt"
+            events = await stream(http, served.jsonrpc, bash_params(command, description="escape"))
+            assert final_state(events) == "TASK_STATE_COMPLETED", events[-1]
+    dialled = (workspace / "dialled.txt").read_text().splitlines()
+    assert dialled == [
+        "answered: refused: a wrong token",
+        "failed: ConnectionRefusedError",
+        "failed: ConnectionRefusedError",
+        "failed: ConnectionRefusedError",
+    ], dialled
+    nics = (workspace / "nics.txt").read_text().split()
+    assert nics == sorted(["lo", f"k8b{pods.namespace.removeprefix('a2a-pod-')}"]), "the tool ran in the backend's pod"
+
+
+# A tool's direct connection, as one ignoring the proxy would make it: what it got back, or why it failed.
+DIAL = """import socket, sys
+try:
+    connection = socket.create_connection((sys.argv[1], int(sys.argv[2])), 4)
+    connection.sendall(sys.argv[3].encode() + b"\\n")
+    print("answered: " + connection.recv(200).decode().strip())
+except OSError as exc:
+    print("failed: " + type(exc).__name__)
+"""

@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import hmac
 import logging
+import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -194,6 +195,10 @@ class Forward:
         self._path.unlink(missing_ok=True)
         self._server = await asyncio.start_unix_server(self._accepted, str(self._path))
         self._path.chmod(mode)  # connectable whichever user the backend runs as
+
+    async def serve_on(self, listening: socket.socket) -> None:
+        """Forward the connections of a socket already listening at the path."""
+        self._server = await asyncio.start_unix_server(self._accepted, sock=listening)
 
     async def stop(self) -> None:
         if self._server is not None:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from a2a_wrapper.addresses import host_port
 from a2a_wrapper.sandbox.channel import Forward, Gate, Opener, loopback_opener, unix_opener
 
 SIDECAR = "sidecar"
@@ -27,11 +28,7 @@ class Address:
 
     @classmethod
     def parse(cls, text: str) -> "Address":
-        """HOST:PORT ([v6]:PORT too), or a ValueError naming the text."""
-        host, _, port = text.rpartition(":")
-        if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-            raise ValueError(f"{text!r} is not HOST:PORT")
-        return cls(host.strip("[]"), int(port))
+        return cls(*host_port(text))
 
 
 @dataclass(frozen=True)
