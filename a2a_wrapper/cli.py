@@ -574,6 +574,13 @@ def deploy() -> None:
 )
 @click.option("--postgres-secret", help="A Secret whose key `url` is the state's Postgres URL (A2A_WRAP_STATE__URL).")
 @click.option("--registry/--no-registry", default=True, show_default=True, help="Render the registry listing them.")
+@click.option(
+    "--backend-pod/--backend-beside",
+    default=False,
+    show_default=True,
+    help="Each agent's backend in a pod of its own, whose network is its channels to the wrapper (needs a network "
+    "plugin that enforces NetworkPolicy), or in the wrapper's pod, sharing its network.",
+)
 def deploy_kubernetes(paths: tuple[Path, ...], output: Path, **options: Any) -> None:
     """Write Kubernetes manifests for the agents PATHS name (as `a2a-wrap fleet` takes them): per agent a
     StatefulSet, Service, ConfigMap and NetworkPolicy; the registry; a kustomization for `kubectl apply -k`.

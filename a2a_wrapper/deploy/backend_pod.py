@@ -26,14 +26,68 @@ TOKEN_MOUNT = "/run/a2a-channel"
 TOKEN_FILE = f"{TOKEN_MOUNT}/token"
 TOKEN_VOLUME = "channel-token"
 _HOSTNAME = "kubernetes.io/hostname"
-BACKEND_POD_NOTE = """\
-# The backend runs in a pod of its own (Deployment <name>-backend): its network is its NetworkPolicy's — from the
-# wrapper's pod to its gate on 8791, to the wrapper's gate on 8790, nothing else (no DNS, no other service, no
-# outside). Every channel between the pods is TCP that wants the token of the Secret <name>-channel (mounted in
-# the containers `agent` and `channel` only). The cluster must enforce NetworkPolicy (a CNI such as Calico or
-# Cilium): without it the token still guards the gates, but a tool can reach every other address. The two pods
-# share the volume `backend` (ReadWriteOnce: the backend's pod is placed on the wrapper's node).
+BACKEND_POD_NOTE = f"""\
+# Every container runs under the `restricted` Pod Security Standard: a non-root user, no root, a read-only root
+# filesystem, no privilege escalation, every capability dropped, the runtime's default seccomp profile.
+# The StatefulSet's pod runs the wrapper alone (`agent`: the keys from the Secret, its state on `data`, its config).
+# The backend runs in a pod of its own (Deployment <name>-backend): `backend` runs `a2a-wrap sidecar`, where the
+# tools run (no Secret, no port); `channel` holds the channel's token and serves the channels. Its network is its
+# NetworkPolicy's: from the wrapper's pod to its gate on {BACKEND_GATE_PORT}, to the wrapper's gate on
+# {WRAPPER_GATE_PORT}, nothing else (no DNS, no other service, no outside). Every channel between the pods (the
+# egress proxy, the tool hook, the sidecar, the port OpenCode serves) is TCP that wants the token of the Secret
+# <name>-channel, mounted in the containers `agent` and `channel` only. The agent's NetworkPolicy: ingress on 8000
+# from the namespace and on {WRAPPER_GATE_PORT} from the backend's pod; egress to DNS, the endpoints the config
+# names, Postgres when given, the backend's gate. The cluster must enforce NetworkPolicy (a CNI such as Calico or
+# Cilium): without it the token still guards both gates, but a tool can reach every other address. The pods share
+# the volume `backend` (ReadWriteOnce: the backend's pod is placed on the wrapper's node); what the wrapper makes
+# for the backend to read is under {SHOWN}, read-only in the backend's pod.
 """
+SHARED_POD_SAYS = (
+    "the backend's container shares the pod's network: a tool that ignores the egress proxy reaches what the "
+    "NetworkPolicy lets the pod reach, the wrapper's own ports on 127.0.0.1 included. --backend-pod puts it in a "
+    "pod of its own, whose network is its channels to the wrapper (the cluster must enforce NetworkPolicy)"
+)
+BACKEND_POD_SAYS = (
+    f"the backend runs in a pod of its own ({{name}}-backend) that reaches only the wrapper's gate on "
+    f"{WRAPPER_GATE_PORT}: this holds only where the cluster's network plugin enforces NetworkPolicy (Calico, "
+    "Cilium, …; not kindnet or flannel alone). Create the Secret {name}-channel with a `token` of 32 characters "
+    "or more (e.g. openssl rand -hex 32)"
+)
+
+
+def apart_runtime(name: str, namespace: str) -> dict[str, Any]:
+    """The agent's `runtime` section: the sidecar in the backend's pod, reached through the channels."""
+    return {
+        "kind": "sidecar",
+        "sockets": SOCKETS_MOUNT,
+        "folders": BACKEND_FOLDERS,
+        "network": "apart",
+        "gate": f"0.0.0.0:{WRAPPER_GATE_PORT}",
+        "backend_gate": f"{backend_name(name)}.{namespace}.svc:{BACKEND_GATE_PORT}",
+        "token_file": TOKEN_FILE,
+        "shown": SHOWN,
+    }
+
+
+def wrapper_alone(stateful_set: dict[str, Any], name: str) -> dict[str, Any]:
+    """The agent's StatefulSet with the wrapper's container alone: the backend's container goes to its own pod; the
+    wrapper's gets the channel's token and serves its gate."""
+    spec = stateful_set["spec"]["template"]["spec"]
+    spec["containers"] = [container for container in spec["containers"] if container["name"] != "backend"]
+    spec["volumes"] = [volume for volume in spec["volumes"] if volume["name"] != "backend-tmp"]
+    spec["volumes"].append(token_volume(name))
+    (agent,) = spec["containers"]
+    agent["ports"].append({"name": "channel", "containerPort": WRAPPER_GATE_PORT, "protocol": "TCP"})
+    agent["volumeMounts"].append(dict(TOKEN_VOLUME_MOUNT))
+    return stateful_set
+
+
+def with_channels(policy: dict[str, Any], name: str) -> dict[str, Any]:
+    """The agent's NetworkPolicy with its channels to and from the backend's pod."""
+    ingress, egress = wrapper_channel_rules(name)
+    policy["spec"]["ingress"].append(ingress)
+    policy["spec"]["egress"].append(egress)
+    return policy
 
 
 def channel_secret(name: str) -> str:
