@@ -33,10 +33,11 @@ from a2a_wrapper.config.runtimes import SidecarRuntime
 from a2a_wrapper.deploy.backend_pod import BACKEND_GATE_PORT, WRAPPER_GATE_PORT, backend_network_policy
 from a2a_wrapper.offline_model import OfflineModel
 from a2a_wrapper.sandbox import stand_in
-from a2a_wrapper.sandbox.channel import Forward, Gate, Refusal, unix_opener
+from a2a_wrapper.sandbox.channel import REPORT_EVERY, Forward, Gate, Refusal, unix_opener
 from a2a_wrapper.sandbox.egress import Destination, EgressDecision, EgressPolicy, EgressProxy
 from a2a_wrapper.sandbox.plan import EGRESS_SOCKET
 from a2a_wrapper.sandbox.pod_channels import PORT_PREFIX, SIDECAR
+from a2a_wrapper.state.audit import recent
 from tests.helpers.a2a_wire import final_state, stream
 from tests.helpers.behaviour import BACKENDS, Harness
 from tests.helpers.listener import listener
@@ -234,6 +235,8 @@ async def test_a_tool_in_the_backends_pod_reaches_only_its_channels(pods: PodNet
             ["tcp", pods.wrapper, WRAPPER_GATE_PORT, f"CONNECT {model} HTTP/1.1\r\n\r\n"],
             ["tcp", pods.wrapper, WRAPPER_GATE_PORT, f"a2a-channel {SIDECAR} {token.decode()}\n"],
         )
+        await asyncio.sleep(REPORT_EVERY)
+        (later,) = await asyncio.to_thread(probe, pods, ["tcp", pods.wrapper, WRAPPER_GATE_PORT, "a2a-channel x y\n"])
     through_proxy, to_wrapper_port, wrapper_port_direct, other_port, outside, no_token, raw, other_name = dials
     assert through_proxy.startswith("answered: HTTP/1.1 200") and seen["reached_model"] == [b"ping"]
     assert to_wrapper_port.startswith("answered: HTTP/1.1 403"), to_wrapper_port
@@ -245,11 +248,12 @@ async def test_a_tool_in_the_backends_pod_reaches_only_its_channels(pods: PodNet
     assert no_token == "answered: refused: a wrong token\n"
     assert raw == "answered: refused: not a channel's head (`a2a-channel NAME TOKEN`)\n"
     assert other_name == f"answered: refused: no channel named '{SIDECAR}' here\n"
+    assert later == "answered: refused: a wrong token\n"
+    # Reported (logged, audited) at most once a second: the two refused right after the first are counted in the next.
     refusals: list[Refusal] = seen["refusals"]
-    assert [(refusal.peer.split(":")[0], refusal.name, refusal.reason) for refusal in refusals] == [
-        (pods.backend, EGRESS_SOCKET, "a wrong token"),
-        (pods.backend, "", "not a channel's head (`a2a-channel NAME TOKEN`)"),
-        (pods.backend, SIDECAR, f"no channel named '{SIDECAR}' here"),
+    assert [(refusal.peer.split(":")[0], refusal.name, refusal.reason, refusal.unreported) for refusal in refusals] == [
+        (pods.backend, EGRESS_SOCKET, "a wrong token", 0),
+        (pods.backend, "x", "a wrong token", 2),
     ]
 
 
@@ -388,6 +392,9 @@ async def test_an_agent_runs_opencode_in_a_pod_of_its_own_reached_only_through_i
         "failed: ConnectionRefusedError",
         "failed: ConnectionRefusedError",
     ], dialled
+    (refused,) = [entry for entry in recent(tmp_path / "state" / "state.db", 50) if entry.tool == "channel"]
+    assert (refused.decision, refused.rule, refused.decided_by) == ("deny", "a wrong token", "sandbox")
+    assert refused.target.startswith(f"{pods.backend}:") and refused.target.endswith(f" {EGRESS_SOCKET}")
     nics = (workspace / "nics.txt").read_text().split()
     assert nics == sorted(["lo", f"k8b{pods.namespace.removeprefix('a2a-pod-')}"]), "the tool ran in the backend's pod"
 

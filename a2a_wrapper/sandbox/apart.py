@@ -8,12 +8,13 @@ port the backend serves (where the backend's adapter connects, as it does to the
 
 import asyncio
 import socket
+from collections.abc import Callable
 from pathlib import Path
 
 from a2a_wrapper.addresses import host_port
 from a2a_wrapper.config.runtimes import SidecarRuntime
 from a2a_wrapper.errors import ConfigError
-from a2a_wrapper.sandbox.channel import Forward, Gate, read_token, unix_opener
+from a2a_wrapper.sandbox.channel import Forward, Gate, Refusal, read_token, unix_opener
 from a2a_wrapper.sandbox.plan import WRAPPER_CHANNELS
 from a2a_wrapper.sandbox.pod_channels import PORT_PREFIX, SIDECAR
 
@@ -21,9 +22,10 @@ TO_BACKEND = "to-backend"  # in the sockets folder: the forwards into the backen
 
 
 class PodChannels:
-    def __init__(self, runtime: SidecarRuntime) -> None:
+    def __init__(self, runtime: SidecarRuntime, refused: Callable[[Refusal], None]) -> None:
         assert runtime.network == "apart" and runtime.token_file is not None and runtime.backend_gate is not None
         self._runtime = runtime
+        self._refused = refused  # a connection to the wrapper's gate refused
         self._token = b""
         self._backend = host_port(runtime.backend_gate)
         self._gate: Gate | None = None
@@ -43,7 +45,7 @@ class PodChannels:
             raise ConfigError(f"runtime.token_file: {exc}") from exc
         sockets = self._runtime.sockets
         openers = {name: unix_opener(sockets / name) for name in WRAPPER_CHANNELS}
-        self._gate = Gate(*host_port(self._runtime.gate), self._token, openers.get)
+        self._gate = Gate(*host_port(self._runtime.gate), self._token, openers.get, self._refused)
         await self._gate.start()
         self.sidecar_socket.parent.mkdir(mode=0o700, exist_ok=True)
         forward = Forward(self.sidecar_socket, *self._backend, SIDECAR, self._token)

@@ -15,6 +15,7 @@ process that ignores the proxy reaches what the pod's network lets it (the Netwo
 What a container cannot give that bubblewrap does is said in `describe`.
 """
 
+import asyncio
 import json
 import os
 import sys
@@ -27,6 +28,7 @@ from a2a_wrapper.ports import free_port
 from a2a_wrapper.sandbox import bridge
 from a2a_wrapper.sandbox.apart import PodChannels
 from a2a_wrapper.sandbox.boundary import Sandbox, Wrapped, listening_socket
+from a2a_wrapper.sandbox.channel import Refusal
 from a2a_wrapper.sandbox.egress import EgressProxy
 from a2a_wrapper.sandbox.plan import EGRESS_SOCKET, proxy_environment
 from a2a_wrapper.sandbox.sidecar import socket_path
@@ -58,14 +60,25 @@ class SidecarBoundary(Sandbox):
         await self._proxy.start()
         os.chmod(self.wrapper_socket(EGRESS_SOCKET), 0o666)  # connectable whichever user the backend runs as
         if self._sidecar.network == "apart":
-            self._channels = PodChannels(self._sidecar)
+            self._auditing: set[asyncio.Task[None]] = set()
+            self._channels = PodChannels(self._sidecar, self._gate_refused)
             await self._channels.start()
 
     async def stop(self) -> None:
         if self._channels is not None:
             await self._channels.stop()
+            await asyncio.gather(*self._auditing)  # the refusals' rows written before the audit closes
         if self._proxy is not None:
             await self._proxy.stop()
+
+    def _gate_refused(self, refusal: Refusal) -> None:
+        """A connection to the wrapper's gate refused (a tool's dial without the token): in the audit."""
+        target = f"{refusal.peer} {refusal.name or '(no channel named)'}"
+        if refusal.unreported:
+            target += f" (and {refusal.unreported} more since the last)"
+        writing = asyncio.get_running_loop().create_task(self._audit_network("channel", target, False, refusal.reason))
+        self._auditing.add(writing)
+        writing.add_done_callback(self._auditing.discard)
 
     def wrapper_socket(self, name: str) -> Path:
         """In the sockets folder, which the backend's container mounts read-only at the same path."""

@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 MAGIC = b"a2a-channel"
 HEAD_LIMIT = 512  # bytes: a name and a token
 HEAD_TIMEOUT = 5.0  # seconds for a peer to say which channel and prove it may
+REPORT_EVERY = 1.0  # seconds: refusals reported (logged, audited) at most this often; the rest counted in the next
 MIN_TOKEN = 32  # characters: a token shorter than this is refused at start (fail closed)
 Streams = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 Opener = Callable[[], Awaitable[Streams]]
@@ -44,6 +45,7 @@ class Refusal:
     peer: str
     name: str  # as the peer gave it ("" if it gave none)
     reason: str
+    unreported: int = 0  # refusals since the last one reported (a flood is one report a second, not one each)
 
 
 class ChannelRefused(ConnectionError):
@@ -96,6 +98,8 @@ class Gate:
         self._refused = refused
         self._server: asyncio.Server | None = None
         self._piping: set[asyncio.Task[None]] = set()
+        self._reported_at = -REPORT_EVERY
+        self._unreported = 0
 
     @property
     def port(self) -> int:
@@ -161,12 +165,24 @@ class Gate:
         return name, opener, ""
 
     async def _refuse(self, writer: asyncio.StreamWriter, refusal: Refusal) -> None:
-        log.warning("channel gate: refused %s (%s): %s", refusal.peer, refusal.name or "no name", refusal.reason)
-        self._refused(refusal)
+        self._report(refusal)
         with contextlib.suppress(ConnectionError):
             writer.write(f"refused: {refusal.reason}\n".encode())
             await writer.drain()
         writer.close()
+
+    def _report(self, refusal: Refusal) -> None:
+        now = asyncio.get_running_loop().time()
+        if now - self._reported_at < REPORT_EVERY:
+            self._unreported += 1
+            return
+        refusal = Refusal(refusal.peer, refusal.name, refusal.reason, self._unreported)
+        self._reported_at, self._unreported = now, 0
+        more = f" (and {refusal.unreported} more since the last)" if refusal.unreported else ""
+        log.warning(
+            "channel gate: refused %s (%s): %s%s", refusal.peer, refusal.name or "no name", refusal.reason, more
+        )
+        self._refused(refusal)
 
 
 async def open_channel(host: str, port: int, name: str, token: bytes) -> Streams:
