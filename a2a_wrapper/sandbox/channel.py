@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 MAGIC = b"a2a-channel"
 HEAD_LIMIT = 512  # bytes: a name and a token
 HEAD_TIMEOUT = 5.0  # seconds for a peer to say which channel and prove it may
+MAX_CONNECTIONS = 256  # open at once through one gate: past it a connection is closed at once (the wrapper's fds)
 REPORT_EVERY = 1.0  # seconds: refusals reported (logged, audited) at most this often; the rest counted in the next
 MIN_TOKEN = 32  # characters: a token shorter than this is refused at start (fail closed)
 Streams = tuple[asyncio.StreamReader, asyncio.StreamWriter]
@@ -117,6 +118,10 @@ class Gate:
             task.cancel()
 
     async def _accepted(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self._piping) >= MAX_CONNECTIONS:
+            self._report(Refusal(_peer(writer), "", f"{MAX_CONNECTIONS} connections open"))
+            writer.close()
+            return
         task = asyncio.current_task()
         assert task is not None
         self._piping.add(task)
