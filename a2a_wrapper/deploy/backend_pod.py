@@ -18,7 +18,7 @@ from a2a_wrapper.config.runtimes import Runtime
 from a2a_wrapper.deploy.objects import Component, labels, metadata, selector
 from a2a_wrapper.deploy.options import KubernetesOptions
 from a2a_wrapper.deploy.pod_config import BACKEND_FOLDERS, BACKEND_MOUNT, SHOWN, SOCKETS_MOUNT, WORKSPACE
-from a2a_wrapper.deploy.workloads import container_security, pod_template, resources, tmp_volume
+from a2a_wrapper.deploy.workloads import backend_container, container_security, pod_template, tmp_volume
 
 WRAPPER_GATE_PORT = 8790  # the wrapper's pod: the egress proxy and the tool hook, for the backend's pod
 BACKEND_GATE_PORT = 8791  # the backend's pod: the sidecar and the ports the backend serves, for the wrapper's pod
@@ -145,13 +145,7 @@ def _sidecar(options: KubernetesOptions, runtime: Runtime) -> dict[str, Any]:
     """The backend's own folders and the workspace read-write; what the wrapper made for it (SHOWN) and the
     wrapper's sockets (the channel's forwards) read-only. No Secret, no port."""
     return {
-        "name": "backend",
-        "image": options.image,
-        "imagePullPolicy": "IfNotPresent",
-        "args": ["sidecar", "--folders", BACKEND_FOLDERS, "--reap-strays"],
-        "env": [{"name": "HOME", "value": "/tmp"}],
-        "resources": resources(runtime),
-        "securityContext": container_security(),
+        **backend_container(options, runtime),
         "volumeMounts": [
             {"name": "backend", "mountPath": BACKEND_FOLDERS, "subPath": "backend"},
             {"name": "backend", "mountPath": WORKSPACE, "subPath": "workspace"},
