@@ -119,3 +119,11 @@ def parse_network(entry: str) -> Network | None:
     if not _CIDR.fullmatch(entry):
         return None
     return ipaddress.ip_network(entry, strict=False)
+
+
+def host_port(text: str) -> tuple[str, int]:
+    """HOST:PORT ([v6]:PORT too) as (host, port), or a ValueError naming the text."""
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"{text!r} is not HOST:PORT")
+    return host.strip("[]"), int(port)

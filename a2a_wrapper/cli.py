@@ -21,6 +21,7 @@ from a2a_wrapper.errors import WrapperError
 from a2a_wrapper.events import KINDS, ToolKind
 from a2a_wrapper.frontend.card import build_card
 from a2a_wrapper.guard import RedactingFilter, redact_value
+from a2a_wrapper.sandbox.plan import WRAPPER_CHANNELS
 from a2a_wrapper.shield import format_table
 from a2a_wrapper.workspaces import served_settings
 
@@ -298,6 +299,57 @@ def sidecar(folders: Path, reap_strays: bool) -> None:
 
 
 @main.command()
+@click.option(
+    "--token-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    required=True,
+    help="The channel's token: the Secret's file, mounted in this container only.",
+)
+@click.option(
+    "--listen",
+    default="0.0.0.0:8791",
+    show_default=True,
+    help="HOST:PORT of the gate the wrapper's pod opens `sidecar` and `port/N` through.",
+)
+@click.option("--wrapper", required=True, help="HOST:PORT of the wrapper pod's gate (its Service).")
+@click.option(
+    "--folders",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("/srv/a2a/backend"),
+    show_default=True,
+    help="The backend's folders (runtime.folders): where the sidecar's socket is.",
+)
+@click.option(
+    "--sockets",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("/run/a2a-wrapper"),
+    show_default=True,
+    help="Where the wrapper's sockets appear for the backend (read-only there).",
+)
+@click.option(
+    "--forward",
+    "names",
+    multiple=True,
+    default=WRAPPER_CHANNELS,
+    show_default=True,
+    help="A socket of the wrapper's to show in --sockets (repeat).",
+)
+def channel(token_file: Path, listen: str, wrapper: str, folders: Path, sockets: Path, names: tuple[str, ...]) -> None:
+    """The backend pod's end of its channels to the wrapper's pod (the backend in a pod of its own)."""
+    from a2a_wrapper.sandbox.channel import read_token
+    from a2a_wrapper.sandbox.pod_channels import Address, serve_backend_side
+    from a2a_wrapper.sandbox.sidecar import socket_path
+
+    setup_logging(None)
+    try:
+        token, gate, peer = read_token(token_file), Address.parse(listen), Address.parse(wrapper)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+    sockets.mkdir(parents=True, exist_ok=True)
+    _run(serve_backend_side(token, gate, socket_path(folders), peer, sockets, names))
+
+
+@main.command()
 @click.option("--markdown", is_flag=True, help="The configuration reference (docs/config-reference.md) instead.")
 def schema(markdown: bool) -> None:
     """Print the JSON Schema of the agent config file."""
@@ -531,6 +583,13 @@ def deploy() -> None:
 )
 @click.option("--postgres-secret", help="A Secret whose key `url` is the state's Postgres URL (A2A_WRAP_STATE__URL).")
 @click.option("--registry/--no-registry", default=True, show_default=True, help="Render the registry listing them.")
+@click.option(
+    "--backend-pod/--backend-beside",
+    default=False,
+    show_default=True,
+    help="Each agent's backend in a pod of its own, whose network is its channels to the wrapper (needs a network "
+    "plugin that enforces NetworkPolicy), or in the wrapper's pod, sharing its network.",
+)
 def deploy_kubernetes(paths: tuple[Path, ...], output: Path, **options: Any) -> None:
     """Write Kubernetes manifests for the agents PATHS name (as `a2a-wrap fleet` takes them): per agent a
     StatefulSet, Service, ConfigMap and NetworkPolicy; the registry; a kustomization for `kubectl apply -k`.

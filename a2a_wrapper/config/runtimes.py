@@ -3,9 +3,9 @@
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
-from a2a_wrapper.addresses import LOCAL_NETWORKS, parse_network
+from a2a_wrapper.addresses import LOCAL_NETWORKS, host_port, parse_network
 from a2a_wrapper.sections import Section
 from a2a_wrapper.shield.hosts import check_host_pattern
 
@@ -74,12 +74,32 @@ class SidecarRuntime(Section):
     backend the sidecar starts runs as the same user."""
 
     kind: Literal["sidecar"] = "sidecar"
-    network: Literal["none", "shared"] = Field(
+    network: Literal["none", "shared", "apart"] = Field(
         "none",
         description="The backend's container's network. `none` (compose's `network_mode: none`): loopback only, "
         "every connection through the wrapper's egress proxy, as in the host sandbox. `shared`: the wrapper's "
         "container's (a pod's containers always share one), where a tool that ignores the proxy reaches what the "
-        "pod's network lets it. The sidecar refuses a start whose network is not the one named here.",
+        "pod's network lets it. `apart`: a pod of its own (deploy kubernetes --backend-pod), whose NetworkPolicy "
+        "lets it reach only the wrapper's `gate`; the egress proxy, the hook, the sidecar and the ports the backend "
+        "serves cross between the pods as TCP channels that want the token in `token_file`. The sidecar refuses a "
+        "start whose network is not the one named here.",
+    )
+    gate: str = Field(
+        "0.0.0.0:8790",
+        description="With network apart: HOST:PORT where the wrapper serves its channels (the egress proxy, the "
+        "tool hook) to the backend's pod.",
+    )
+    backend_gate: str | None = Field(
+        None, description="With network apart: HOST:PORT of the backend pod's gate (`a2a-wrap channel --listen`)."
+    )
+    token_file: Path | None = Field(
+        None, description="With network apart: the channels' token, a Secret's file (one word, 32 characters or more)."
+    )
+    shown: Path | None = Field(
+        None,
+        description="With network apart: where the wrapper puts what it made for the backend to read (its config, "
+        "unpacked programs), a folder of the shared volume mounted read-only in the backend's pod. Else the sockets "
+        "folder holds them.",
     )
     sockets: Path = Field(
         Path("/run/a2a-wrapper"),
@@ -101,12 +121,27 @@ class SidecarRuntime(Section):
     def _hosts_or_networks(cls, value: list[str]) -> list[str]:
         return [egress_host(entry) for entry in value]
 
-    @field_validator("sockets", "folders")
+    @field_validator("sockets", "folders", "shown")
     @classmethod
-    def _absolute(cls, value: Path) -> Path:
-        if not value.is_absolute():
+    def _absolute(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.is_absolute():
             raise ValueError(f"{value} is not an absolute path (both containers mount it at the same path)")
         return value
+
+    @field_validator("gate", "backend_gate")
+    @classmethod
+    def _address(cls, value: str | None) -> str | None:
+        if value is not None:
+            host_port(value)
+        return value
+
+    @model_validator(mode="after")
+    def _apart_has_its_channels(self) -> "SidecarRuntime":
+        if self.network == "apart":
+            missing = [key for key in ("backend_gate", "token_file", "shown") if getattr(self, key) is None]
+            if missing:
+                raise ValueError(f"runtime.network apart needs runtime.{', runtime.'.join(missing)}")
+        return self
 
 
 Runtime = Annotated[SandboxRuntime | ProcessRuntime | DockerRuntime | SidecarRuntime, Field(discriminator="kind")]

@@ -10,6 +10,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from a2a_wrapper.deploy.backend_pod import (
+    BACKEND_POD_NOTE,
+    BACKEND_POD_SAYS,
+    SHARED_POD_SAYS,
+    apart_runtime,
+    backend_objects,
+    channel_secret,
+    with_channels,
+    wrapper_alone,
+)
 from a2a_wrapper.deploy.network import NETWORK_POLICY_NOTE, agent_network_policy, agent_service
 from a2a_wrapper.deploy.objects import dump_yaml, kustomization, namespace_object, object_name
 from a2a_wrapper.deploy.options import KubernetesOptions
@@ -82,9 +92,13 @@ def _agent_file(
     agent: AgentSpec, name: str, url: str, options: KubernetesOptions, stop_grace: float, rendering: Rendering
 ) -> str:
     secret = f"{name}-keys"
-    config = pod_config(agent, url, secret)
+    apart = options.backend_pod
+    config = pod_config(agent, url, secret, apart_runtime(name, options.namespace) if apart else None)
     rendering.secrets[secret] = config.variables
     rendering.notes += [f"{name}: {note}" for note in config.notes]
+    rendering.notes.append(f"{name}: {BACKEND_POD_SAYS.format(name=name) if apart else SHARED_POD_SAYS}")
+    if apart:
+        rendering.secrets[channel_secret(name)] = {"token": False}
     keys = ", ".join(f"{key}{' (optional)' if optional else ''}" for key, optional in config.variables.items())
     header = [
         f"# The agent {name}, rendered by `a2a-wrap deploy kubernetes` from {agent.config.parent.name}/"
@@ -92,13 +106,15 @@ def _agent_file(
         f"# Its keys come from the Secret {secret}, which is not rendered: create it with {keys}.",
         *(f"# {note}." for note in config.notes),
     ]
-    objects = [
-        agent_config_map(name, options.namespace, config),
-        agent_service(name, options.namespace),
-        agent_stateful_set(name, options, config, agent.settings.runtime, stop_grace),
-        agent_network_policy(name, options.namespace, agent.settings, options.postgres_secret is not None),
-    ]
-    return "\n".join(header) + "\n" + SECURITY_NOTE + NETWORK_POLICY_NOTE + documents(objects)
+    stateful_set = agent_stateful_set(name, options, config, agent.settings.runtime, stop_grace)
+    policy = agent_network_policy(name, options.namespace, agent.settings, options.postgres_secret is not None)
+    objects = [agent_config_map(name, options.namespace, config), agent_service(name, options.namespace)]
+    if not apart:
+        objects += [stateful_set, policy]
+        return "\n".join(header) + "\n" + SECURITY_NOTE + NETWORK_POLICY_NOTE + documents(objects)
+    objects += [wrapper_alone(stateful_set, name), with_channels(policy, name)]
+    objects += backend_objects(name, options, agent.settings.runtime)
+    return "\n".join(header) + "\n" + BACKEND_POD_NOTE + documents(objects)
 
 
 def documents(objects: list[dict[str, Any]]) -> str:

@@ -7,7 +7,7 @@ import yaml
 
 from a2a_wrapper.errors import ConfigError
 
-Component = Literal["agent", "registry"]
+Component = Literal["agent", "backend", "registry"]
 # A StatefulSet's name goes into its pods' controller-revision-hash label (63 characters with the hash).
 MAX_NAME = 52
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")

@@ -22,6 +22,7 @@ class KubernetesOptions:
     state_storage: str = DEFAULT_STATE_STORAGE  # each agent's wrapper's: its state (tasks, sessions, audit)
     postgres_secret: str | None = None  # a Secret whose key `url` is the state's Postgres URL
     registry: bool = True
+    backend_pod: bool = False  # each agent's backend in a pod of its own (deploy/backend_pod.py)
 
     def __post_init__(self) -> None:
         checks = [

@@ -31,6 +31,9 @@ SOCKETS_MOUNT = "/run/a2a-wrapper"  # an emptyDir: the wrapper's sockets, read-o
 BACKEND_MOUNT = "/srv/a2a"  # the backend's PersistentVolumeClaim: its own folders and the workspace
 BACKEND_FOLDERS = f"{BACKEND_MOUNT}/backend"
 WORKSPACE = f"{BACKEND_MOUNT}/workspace"
+# The backend in a pod of its own: what the wrapper made for it to read (its config, Copilot's package), on the
+# shared volume, read-only in the backend's pod (its sockets folder there holds the channel's forwards only).
+SHOWN = f"{BACKEND_MOUNT}/shown"
 # What a runtime said that still holds in a pod; cpus and memory become the backend container's resources.
 _RUNTIME_KEPT = ("hosts", "connect_timeout")
 _RUNTIME_AS_RESOURCES = ("cpus", "memory")
@@ -50,8 +53,9 @@ class PodConfig:
     notes: list[str] = field(default_factory=list)
 
 
-def pod_config(agent: AgentSpec, advertise_url: str, secret: str) -> PodConfig:
-    """`agent`'s config for its pod; a literal key (which would land in the ConfigMap) is refused naming it."""
+def pod_config(agent: AgentSpec, advertise_url: str, secret: str, runtime: dict[str, Any] | None = None) -> PodConfig:
+    """`agent`'s config for its pod, whose `runtime` section is `runtime` (the backend in the pod's second
+    container when None); a literal key (which would land in the ConfigMap) is refused naming it."""
     raw = read_config_file(agent.config)
     data = translate_node_config(raw) if is_node_config(raw) else raw
     refuse_literal_keys(agent, data, secret)
@@ -59,7 +63,7 @@ def pod_config(agent: AgentSpec, advertise_url: str, secret: str) -> PodConfig:
     config = PodConfig(files={})
     _rewrite_server(agent, data, advertise_url, config)
     _rewrite_backend(agent, data)
-    _rewrite_runtime(agent, data, config)
+    _rewrite_runtime(agent, data, config, runtime or _pod_runtime())
     _set(data, "state_dir", STATE_DIR)
     if agent.settings.operator_rules is not None:
         config.files[OPERATOR_RULES_FILE] = agent.settings.operator_rules.read_text(encoding="utf-8")
@@ -145,19 +149,19 @@ def _rewrite_backend(agent: AgentSpec, data: dict[str, Any]) -> None:
         _set(backend, "system_prompt", agent.settings.backend.system_prompt)
 
 
-def _rewrite_runtime(agent: AgentSpec, data: dict[str, Any], config: PodConfig) -> None:
-    """runtime: the pod's sidecar, keeping the hosts and connect_timeout the file wrote; the rest said in notes."""
+def _rewrite_runtime(agent: AgentSpec, data: dict[str, Any], config: PodConfig, pod: dict[str, Any]) -> None:
+    """runtime: `pod`, keeping the hosts and connect_timeout the file wrote; the rest said in notes."""
     runtime = agent.settings.runtime
     written = _lookup(data, ("runtime",))
-    pod = _pod_runtime()
+    pod = dict(pod)
     for key in _RUNTIME_KEPT:
         if (value := _lookup(written, (key,))) is not None:
             pod[key] = value
     _set(data, "runtime", pod)
     if runtime.kind != "sidecar":
         config.notes.append(
-            f"runtime.kind {runtime.kind} becomes sidecar: {_RUNTIME_REASONS[runtime.kind]}; the backend runs in the "
-            "pod's container `backend`, apart from the wrapper's"
+            f"runtime.kind {runtime.kind} becomes sidecar: {_RUNTIME_REASONS[runtime.kind]}; the backend runs in a "
+            "container `backend`, apart from the wrapper's"
         )
     said = {to_snake(key) for key in written} if isinstance(written, dict) else set()
     if resized := [key for key in _RUNTIME_AS_RESOURCES if key in said]:

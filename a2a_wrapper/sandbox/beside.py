@@ -15,6 +15,7 @@ process that ignores the proxy reaches what the pod's network lets it (the Netwo
 What a container cannot give that bubblewrap does is said in `describe`.
 """
 
+import asyncio
 import json
 import os
 import sys
@@ -25,7 +26,9 @@ from typing import Any
 from a2a_wrapper.config.runtimes import SidecarRuntime
 from a2a_wrapper.ports import free_port
 from a2a_wrapper.sandbox import bridge
+from a2a_wrapper.sandbox.apart import PodChannels
 from a2a_wrapper.sandbox.boundary import Sandbox, Wrapped, listening_socket
+from a2a_wrapper.sandbox.channel import Refusal
 from a2a_wrapper.sandbox.egress import EgressProxy
 from a2a_wrapper.sandbox.plan import EGRESS_SOCKET, proxy_environment
 from a2a_wrapper.sandbox.sidecar import socket_path
@@ -41,6 +44,8 @@ PROGRAMS = "programs"  # in the sockets folder: programs the wrapper unpacked fo
 class SidecarBoundary(Sandbox):
     """A Sandbox to the backends (the same `wrap`, sockets and egress proxy), whose processes run in the sidecar."""
 
+    _channels: PodChannels | None = None  # with runtime.network apart: the backend is in a pod of its own
+
     @property
     def _sidecar(self) -> SidecarRuntime:
         assert isinstance(self._runtime, SidecarRuntime)
@@ -54,10 +59,26 @@ class SidecarBoundary(Sandbox):
         self._proxy = EgressProxy(self.wrapper_socket(EGRESS_SOCKET), self._egress, self._record, busy=self._busy)
         await self._proxy.start()
         os.chmod(self.wrapper_socket(EGRESS_SOCKET), 0o666)  # connectable whichever user the backend runs as
+        if self._sidecar.network == "apart":
+            self._auditing: set[asyncio.Task[None]] = set()
+            self._channels = PodChannels(self._sidecar, self._gate_refused)
+            await self._channels.start()
 
     async def stop(self) -> None:
+        if self._channels is not None:
+            await self._channels.stop()
+            await asyncio.gather(*self._auditing)  # the refusals' rows written before the audit closes
         if self._proxy is not None:
             await self._proxy.stop()
+
+    def _gate_refused(self, refusal: Refusal) -> None:
+        """A connection to the wrapper's gate refused (a tool's dial without the token): in the audit."""
+        target = f"{refusal.peer} {refusal.name or '(no channel named)'}"
+        if refusal.unreported:
+            target += f" (and {refusal.unreported} more since the last)"
+        writing = asyncio.get_running_loop().create_task(self._audit_network("channel", target, False, refusal.reason))
+        self._auditing.add(writing)
+        writing.add_done_callback(self._auditing.discard)
 
     def wrapper_socket(self, name: str) -> Path:
         """In the sockets folder, which the backend's container mounts read-only at the same path."""
@@ -76,8 +97,14 @@ class SidecarBoundary(Sandbox):
         return self._sidecar.network == "shared"
 
     def programs_root(self) -> Path:
-        """In the sockets folder: the backend's container reads it, read-only, at the same path."""
-        return self._sidecar.sockets / PROGRAMS
+        """Read-only in the backend's container, at the same path."""
+        return self._shown / PROGRAMS
+
+    @property
+    def _shown(self) -> Path:
+        """Where what the wrapper makes for the backend to read goes: the sockets folder, which the backend's
+        container mounts read-only; apart, the sockets folder is the wrapper's alone and `runtime.shown` is it."""
+        return self._sidecar.shown or self._sidecar.sockets
 
     def wrap(
         self,
@@ -106,11 +133,16 @@ class SidecarBoundary(Sandbox):
         if not self.shares_network:  # loopback only there: endpoints forwarded, served ports handed over
             spec["forward"] = [[forward.port, forward.target] for forward in self._forwards]
             (self._sidecar.sockets / SERVED).mkdir(mode=0o755, exist_ok=True)
-            spec["serve"] = [[listening_socket(self.served_socket(name)).detach(), inside] for name, inside in serve]
-            handed = [descriptor for descriptor, _ in spec["serve"]]
+            listening = [(listening_socket(self.served_socket(name)), inside) for name, inside in serve]
+            if self._channels is not None:  # in another pod: reached through its gate
+                for served, inside in listening:
+                    self._channels.serve(served, inside)
+            else:
+                spec["serve"] = [[served.detach(), inside] for served, inside in listening]
+                handed = [descriptor for descriptor, _ in spec["serve"]]
         inner = [os.path.realpath(sys.executable), "-I", "-S", bridge.__file__, json.dumps(spec), "--", *argv]
         stand_in = {
-            "socket": str(socket_path(self._sidecar.folders)),
+            "socket": str(self._channels.sidecar_socket if self._channels else socket_path(self._sidecar.folders)),
             "timeout": self._sidecar.connect_timeout,
             "network": self._sidecar.network,
             "fds": handed,
@@ -126,7 +158,7 @@ class SidecarBoundary(Sandbox):
         folders = self._sidecar.folders
         for made in programs:
             if made.is_dir() and folders in made.parents:
-                shown = self._sidecar.sockets / GIVEN / made.relative_to(folders)
+                shown = self._shown / GIVEN / made.relative_to(folders)
                 copy_anew(made, shown)
                 env = {name: _moved(value, made, shown) for name, value in env.items()}
         return env
@@ -147,6 +179,13 @@ class SidecarBoundary(Sandbox):
 
     def _network(self) -> dict[str, Any]:
         allowed = sorted(map(str, self._endpoints)) + self._sidecar.hosts
+        if self._sidecar.network == "apart":
+            return {
+                "own": "a pod of its own, whose NetworkPolicy admits only the channels to the wrapper's pod",
+                "allowed": allowed,
+                "other_hosts": "decided at the egress proxy, reached through the wrapper's gate (the only way out, "
+                "where the cluster enforces NetworkPolicy)",
+            }
         if self.shares_network:
             return {
                 "shared": "the wrapper's container's (as a pod's containers share it)",

@@ -242,6 +242,10 @@ class Sandbox:
     async def _record(self, decision: EgressDecision, wait_ms: float) -> None:
         if self._counter is not None:
             self._counter(decision.outcome)
+        await self._audit_network("egress", decision.target, decision.allowed, decision.rule, wait_ms)
+
+    async def _audit_network(self, tool: str, target: str, allowed: bool, rule: str, wait_ms: float = 0.0) -> None:
+        """One audit row of the sandbox's own: a connection it let through or refused."""
         if self._audit is None:
             return
         entry = AuditEntry(
@@ -250,11 +254,11 @@ class Sandbox:
             context_id="",
             task_id="",
             caller="",
-            tool="egress",
+            tool=tool,
             cls="network",
-            target=decision.target,
-            decision="allow" if decision.allowed else "deny",
-            rule=decision.rule,
+            target=target,
+            decision="allow" if allowed else "deny",
+            rule=rule,
             decided_by="sandbox",
             wait_ms=wait_ms,
         )

@@ -48,6 +48,8 @@ PROXY_PORT = 3128
 # Where the sockets the wrapper serves appear inside, read-only: a short fixed path (107 bytes at most).
 SOCKETS_INSIDE = Path("/run/a2a-wrapper")
 EGRESS_SOCKET = "egress.sock"
+HOOK_SOCKET = "hook.sock"  # OpenCode's tool hook
+WRAPPER_CHANNELS = (EGRESS_SOCKET, HOOK_SOCKET)  # what a backend in a pod of its own may open in the wrapper's
 
 
 @dataclass(frozen=True)

@@ -239,8 +239,13 @@ def _network_refusal(network: dict) -> str:  # type: ignore[type-arg]
             "runtime.network is shared, but the backend's container has a network of its own: set "
             "runtime.network: none (compose: network_mode: none on the backend's service)"
         )
-    if mode not in ("none", "shared"):
-        return f"runtime.network {mode!r} is neither none nor shared"
+    if mode == "apart" and shared:
+        return (
+            "runtime.network is apart, but the backend's container shares the wrapper's network: run it in a pod "
+            "of its own (deploy kubernetes --backend-pod), or set runtime.network: shared"
+        )
+    if mode not in ("none", "shared", "apart"):
+        return f"runtime.network {mode!r} is none of none, shared and apart"
     return ""
 
 

@@ -17,6 +17,7 @@ from a2a_wrapper.backends.kit.isolation import (
 )
 from a2a_wrapper.config.backends import ModelProvider, OpenCodeSettings
 from a2a_wrapper.ports import free_port
+from a2a_wrapper.sandbox.plan import HOOK_SOCKET
 
 READY_LINE = r"listening on (https?://\S+)"
 REPLACE_AGENT = "a2a"
@@ -27,7 +28,6 @@ REPLACE_AGENT = "a2a"
 ASK_EVERYTHING = {"*": "ask", "question": "allow"}
 HOOK_SOCKET_ENV = "A2A_WRAPPER_HOOK_SOCKET"  # where the tool hook plugin reaches the wrapper
 HOOK_PLUGIN = "a2a-wrapper-hook.js"
-HOOK_SOCKET = "hook.sock"
 
 _OFFLINE_ENV = {
     "OPENCODE_DISABLE_MODELS_FETCH": "1",
