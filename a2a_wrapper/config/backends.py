@@ -142,7 +142,5 @@ class ClaudeSettings(BackendSettings):
     )
 
 
-Backend = Annotated[
-    OpenCodeSettings | CopilotSettings | ClaudeSettings | AcpSettings, Field(discriminator="kind")
-]
+Backend = Annotated[OpenCodeSettings | CopilotSettings | ClaudeSettings | AcpSettings, Field(discriminator="kind")]
 BACKEND_KINDS = ("opencode", "copilot", "claude", "acp")

@@ -77,4 +77,3 @@ class ClaudeBackend(AcpBackend):
 async def _no_parent(session_id: str) -> str | None:
     """A subagent's calls carry its parent's session id: no session of Claude Code's has a parent to look up."""
     return None
-

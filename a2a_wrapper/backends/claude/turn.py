@@ -6,8 +6,8 @@ arrives outside it is blocked (HookServer: no turn is running).
 
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from a2a_wrapper.backends.acp.turn import AcpTurn, Block
 from a2a_wrapper.backends.acp.client import Channel
+from a2a_wrapper.backends.acp.turn import AcpTurn, Block
 from a2a_wrapper.backends.base import Prompt, Session
 from a2a_wrapper.backends.claude.tools import hook_permission
 from a2a_wrapper.backends.opencode.hook import HOOK_CALL, HOOK_PREFIX, HookGate
