@@ -13,7 +13,7 @@ from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSetti
 from a2a_wrapper.errors import InstallError
 from a2a_wrapper.offline_model import OfflineModel
 from tests.conftest import serving
-from tests.helpers.a2a_wire import answer_text, data_parts, final_state, stream
+from tests.helpers.a2a_wire import answer_text, data_parts, final_state, stream, user_message
 from tests.helpers.claude_fixtures import claude_backend
 from tests.helpers.tenants import anonymous_state
 from tests.helpers.tool_messages import bash_params
@@ -76,3 +76,36 @@ async def test_a_tool_cannot_rewrite_claudes_settings(
         [permission] = data_parts(again, "permission")
         assert permission["decision"] == "allow", "the next call still passes the hook"
         assert (served.workdir / "still.txt").read_text().strip() == "still"
+
+
+@pytest.mark.slow
+async def test_a_resumed_session_still_passes_the_hook(
+    offline_model: OfflineModel, tmp_path: Path, http: httpx.AsyncClient
+) -> None:
+    """After a restart Claude Code loads the context's session again; its calls are still the turn's to decide."""
+    settings = claude_settings(offline_model, tmp_path, auto_approve=True)
+    async with serving(settings, offline_model) as served:
+        first = await stream(http, served.jsonrpc, bash_params("echo one > one.txt", description="run"))
+    context_id = first[0]["task"]["contextId"]
+    async with serving(settings, offline_model) as served:
+        again = await stream(http, served.jsonrpc, bash_params("echo two > two.txt", context_id, "run"))
+        assert final_state(again) == "TASK_STATE_COMPLETED"
+        [permission] = data_parts(again, "permission")
+        assert permission["decision"] == "allow" and permission["command"] == "echo two > two.txt"
+        assert (served.workdir / "two.txt").read_text().strip() == "two"
+
+
+@pytest.mark.slow
+async def test_a_subagents_calls_pass_the_hook_too(
+    offline_model: OfflineModel, tmp_path: Path, http: httpx.AsyncClient
+) -> None:
+    """The Agent tool's subagent, in the foreground, runs its own Bash call: held and decided in the same turn."""
+    inner = json.dumps({"command": "echo sub > sub.txt", "description": "run"})
+    task = {"description": "sub", "prompt": f"[[tool:Bash {inner}]]", "subagent_type": "general-purpose"}
+    settings = claude_settings(offline_model, tmp_path, auto_approve=True)
+    async with serving(settings, offline_model) as served:
+        task |= {"run_in_background": False}
+        events = await stream(http, served.jsonrpc, {"message": user_message(f"[[tool:Agent {json.dumps(task)}]]")})
+        decided = [(p["kind"], p["command"], p["decision"]) for p in data_parts(events, "permission")]
+        assert decided == [("other", None, "allow"), ("execute", "echo sub > sub.txt", "allow")]
+        assert (served.workdir / "sub.txt").read_text().strip() == "sub"
