@@ -8,7 +8,10 @@ import httpx
 import pytest
 
 from a2a_wrapper.backends import create_backend
+from a2a_wrapper.backends.claude import launch
+from a2a_wrapper.backends.claude.tools import hook_permission
 from a2a_wrapper.backends.opencode.launch import free_port
+from a2a_wrapper.config.backends import ClaudeSettings
 from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSettings
 from a2a_wrapper.errors import InstallError
 from a2a_wrapper.offline_model import OfflineModel
@@ -31,6 +34,50 @@ def claude_settings(model: OfflineModel, tmp_path: Path, **fields: object) -> Ag
         state_dir=state,
         **fields,  # type: ignore[arg-type]
     )
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "kind", "named", "seen"),
+    [
+        ("Bash", {"command": "ls -la"}, "execute", "execute", {"command": "ls -la"}),
+        ("Read", {"file_path": "/w/a.txt"}, "read", "read", {"paths": ("/w/a.txt",)}),
+        ("Write", {"file_path": "b.txt", "content": "x"}, "edit", "edit", {"paths": ("b.txt",)}),
+        ("Edit", {"file_path": "c.py", "old_string": "a", "new_string": "b"}, "edit", "edit", {"paths": ("c.py",)}),
+        ("Grep", {"pattern": "x"}, "search", "search", {}),
+        ("WebFetch", {"url": "https://example.org/", "prompt": "p"}, "fetch", "fetch", {"url": "https://example.org/"}),
+        ("mcp__files__list", {}, "mcp", "files_list", {}),
+        ("Agent", {"prompt": "go"}, "other", "other", {}),
+        ("", None, "other", "other", {}),
+    ],
+)
+def test_a_hook_call_is_read_as_the_same_call_over_acp(
+    tool: str, arguments: dict[str, object] | None, kind: str, named: str, seen: dict[str, object]
+) -> None:
+    call = {"id": "hook_1", "sessionID": "s", "callID": "toolu_1", "tool": tool, "args": arguments}
+    permission = hook_permission(call)
+    assert (permission.id, permission.kind, permission.tool) == ("hook_1", kind, named)
+    assert permission.raw["toolCallId"] == "toolu_1"
+    assert {"command": permission.command, "paths": permission.paths, "url": permission.url} == {
+        "command": None,
+        "paths": (),
+        "url": None,
+        **seen,
+    }
+
+
+def test_the_wrappers_settings_win_over_the_configs(offline_model: OfflineModel, tmp_path: Path) -> None:
+    own = {
+        "permissions": {"defaultMode": "bypassPermissions", "deny": ["Read(./.env)"]},
+        "hooks": {"PreToolUse": [], "Stop": [{"hooks": [{"type": "command", "command": "true"}]}]},
+        "env": {"A": "1"},
+    }
+    backend = ClaudeSettings(**claude_backend(offline_model, tmp_path, tmp_path) | {"claude_settings": own})
+    made = launch.claude_settings(backend, "/usr/bin/node", Path("/run/a2a-wrapper/claude-hook.sock"))
+    assert made["permissions"] == {"defaultMode": "default", "deny": ["Read(./.env)"]}
+    [pretool] = made["hooks"]["PreToolUse"]
+    assert pretool["matcher"] == "*"
+    assert pretool["hooks"][0]["command"].endswith("pretool.mjs /run/a2a-wrapper/claude-hook.sock")
+    assert made["hooks"]["Stop"] == own["hooks"]["Stop"] and made["env"] == {"A": "1"}
 
 
 def test_a_claude_config_where_it_is_not_installed_says_how(
