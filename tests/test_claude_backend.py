@@ -3,6 +3,7 @@ settings file rewritten by a tool; and a config naming `claude` where it is not 
 
 import json
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -66,7 +67,7 @@ def test_a_hook_call_is_read_as_the_same_call_over_acp(
 
 
 def test_the_wrappers_settings_win_over_the_configs(offline_model: OfflineModel, tmp_path: Path) -> None:
-    own = {
+    own: dict[str, Any] = {
         "permissions": {"defaultMode": "bypassPermissions", "deny": ["Read(./.env)"]},
         "hooks": {"PreToolUse": [], "Stop": [{"hooks": [{"type": "command", "command": "true"}]}]},
         "env": {"A": "1"},
@@ -148,7 +149,11 @@ async def test_a_subagents_calls_pass_the_hook_too(
 ) -> None:
     """The Agent tool's subagent, in the foreground, runs its own Bash call: held and decided in the same turn."""
     inner = json.dumps({"command": "echo sub > sub.txt", "description": "run"})
-    task = {"description": "sub", "prompt": f"[[tool:Bash {inner}]]", "subagent_type": "general-purpose"}
+    task: dict[str, object] = {
+        "description": "sub",
+        "prompt": f"[[tool:Bash {inner}]]",
+        "subagent_type": "general-purpose",
+    }
     settings = claude_settings(offline_model, tmp_path, auto_approve=True)
     async with serving(settings, offline_model) as served:
         task |= {"run_in_background": False}
