@@ -21,7 +21,7 @@ from a2a_wrapper.offline_model import OfflineModel
 from tests.conftest import serving
 from tests.helpers.a2a_wire import data_parts, final_state, stream
 from tests.helpers.acp_fixtures import acp_copilot_backend
-from tests.helpers.behaviour import copilot_section, opencode_section
+from tests.helpers.behaviour import claude_section, copilot_section, opencode_section
 from tests.helpers.copilot_fixtures import fake_github, github_backend
 from tests.helpers.tenants import sole_backend
 from tests.helpers.tool_messages import bash_params
@@ -43,12 +43,14 @@ SECTIONS = {
     "opencode": opencode_section,
     "copilot": copilot_section,
     "acp-copilot": acp_copilot_section,
+    "claude": claude_section,
     "copilot-github": lambda model, workdir, state_dir: github_backend(model, workdir),
 }
 CASES = [
     pytest.param("opencode", SandboxRuntime(), id="opencode-sandbox"),
     pytest.param("copilot", SandboxRuntime(), id="copilot-sandbox"),
     pytest.param("acp-copilot", SandboxRuntime(), id="acp-copilot-sandbox"),
+    pytest.param("claude", SandboxRuntime(), id="claude-sandbox"),
     pytest.param("opencode", ProcessRuntime(), id="opencode-process"),
     # No provider: the GitHub token is what the CLI needs (given to each session, never to its environment).
     pytest.param("copilot-github", SandboxRuntime(), id="copilot-github-sandbox"),
@@ -163,9 +165,13 @@ async def test_no_key_or_token_is_inside_the_backend(
     for path in files_under(tmp_path / "state"):
         content = path.read_bytes()
         assert key.encode() not in content and token.encode() not in content, path
-    credential = f"Bearer {token}" if settings.backend.provider is None else f"Bearer {key}"  # type: ignore[union-attr]
+    provider = settings.backend.provider  # type: ignore[union-attr]
+    credential = f"Bearer {token}" if provider is None else f"Bearer {key}"
+    header = "Authorization"
+    if getattr(provider, "type", None) == "anthropic":  # Anthropic's key header, as the relay sends it
+        credential, header = key, "x-api-key"
     received = model.control.headers()
-    assert received and all(h.get("Authorization", "").lower() == credential.lower() for h in received), received
+    assert received and all(h.get(header, "").lower() == credential.lower() for h in received), received
 
 
 def _environ(pid: int) -> bytes:

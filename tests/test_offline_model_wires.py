@@ -140,6 +140,28 @@ async def test_anthropic_not_streamed(client: httpx.AsyncClient) -> None:
     assert body["usage"]["output_tokens"] == 4 and body["usage"]["input_tokens"] > 0
 
 
+async def test_anthropic_reminders_are_not_the_prompt(client: httpx.AsyncClient) -> None:
+    reminder = {"type": "text", "text": "<system-reminder>Attribution for git commits</system-reminder>"}
+    asked = {"role": "user", "content": [reminder, {"type": "text", "text": "hi"}]}
+    body = (await client.post("/v1/messages", json=claude(asked, stream=False))).json()
+    assert body["content"] == [{"type": "text", "text": "Offline model reply: hi"}]
+
+
+async def test_anthropic_interrupted_prompt_is_a_turn_of_its_own(client: httpx.AsyncClient) -> None:
+    """Claude Code sends a prompt interrupted before any reply, the marker and the next prompt as one message."""
+    blocks = ["too slow [[slow:30]]\n", "[Request interrupted by user]\n", "[[turns]]"]
+    asked = {"role": "user", "content": [{"type": "text", "text": text} for text in blocks]}
+    async with asyncio.timeout(10):  # the interrupted prompt's [[slow:30]] is not the next one's
+        body = (await client.post("/v1/messages", json=claude(asked, stream=False))).json()
+    assert body["content"] == [{"type": "text", "text": "This conversation holds 2 user messages."}]
+
+
+async def test_a_tool_named_in_another_case_is_called_as_offered(client: httpx.AsyncClient) -> None:
+    asked = {"role": "user", "content": '[[tool:bash {"command": "ls"}]]'}
+    body = (await client.post("/v1/messages", json=claude(asked, stream=False))).json()
+    assert [(b["name"], b["input"]) for b in body["content"]] == [("Bash", {"command": "ls"})]
+
+
 async def test_anthropic_errors(client: httpx.AsyncClient) -> None:
     failed = await client.post("/v1/messages", json=claude({"role": "user", "content": "[[error:529]]"}))
     assert failed.status_code == 529

@@ -28,6 +28,10 @@ def _adapter(kind: str) -> _Adapter:
         from a2a_wrapper.backends.copilot.backend import CopilotBackend
 
         return CopilotBackend
+    if kind == "claude":
+        from a2a_wrapper.backends.claude.backend import ClaudeBackend
+
+        return ClaudeBackend
     if kind == "acp":
         from a2a_wrapper.backends.acp.backend import AcpBackend
 

@@ -36,6 +36,13 @@ PINNED = {
     "copilot": Pinned(
         "@github/copilot", "1.0.102", ("@github/copilot-linux-*/copilot", "@github/copilot-darwin-*/copilot"), 200
     ),
+    # The ACP adapter (Node) and, in its SDK's platform package, the native Claude Code it runs.
+    "claude": Pinned(
+        "@agentclientprotocol/claude-agent-acp",
+        "0.101.0",
+        ("@anthropic-ai/claude-agent-sdk-linux-*/claude", "@anthropic-ai/claude-agent-sdk-darwin-*/claude"),
+        404,
+    ),
 }
 _STUB_MAX_BYTES = 64 * 1024  # opencode-ai ships a small stub that only says "postinstall was not run"
 PROGRESS_INTERVAL = 5.0  # seconds between two size reports while npm runs

@@ -1,4 +1,5 @@
-"""The `backend:` section: what every backend kind shares, and each kind's own keys (opencode, copilot, acp)."""
+"""The `backend:` section: what every backend kind shares, and each kind's own keys (opencode, copilot, claude,
+acp)."""
 
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -119,5 +120,27 @@ class AcpSettings(BackendSettings):
     )
 
 
-Backend = Annotated[OpenCodeSettings | CopilotSettings | AcpSettings, Field(discriminator="kind")]
-BACKEND_KINDS = ("opencode", "copilot", "acp")
+class ClaudeProvider(AcpProvider):
+    """Claude Code's Anthropic Messages API provider, relayed as an ACP agent's is (its key stays in the wrapper)."""
+
+    type: Literal["openai", "azure", "anthropic"] = "anthropic"
+    url_env: str = Field("ANTHROPIC_BASE_URL", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    key_env: str = Field("ANTHROPIC_API_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class ClaudeSettings(BackendSettings):
+    kind: Literal["claude"] = "claude"
+    command: list[str] | None = Field(
+        None, min_length=1, description="claude-agent-acp's program and arguments; default: the managed install."
+    )
+    provider: ClaudeProvider | None = Field(
+        None, description="An Anthropic Messages API endpoint (the offline model, a proxy), relayed: no key inside."
+    )
+    model: str | None = Field(None, description="The model Claude Code asks for (ANTHROPIC_MODEL).")
+    claude_settings: dict[str, Any] = Field(
+        {}, description="Claude Code settings.json keys; the wrapper's permission mode and tool hook win over them."
+    )
+
+
+Backend = Annotated[OpenCodeSettings | CopilotSettings | ClaudeSettings | AcpSettings, Field(discriminator="kind")]
+BACKEND_KINDS = ("opencode", "copilot", "claude", "acp")

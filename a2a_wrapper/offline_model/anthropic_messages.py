@@ -46,7 +46,30 @@ def _as_chat(message: Mapping[str, Any], names: dict[str, str]) -> list[dict[str
     if role == "user" and results:
         # Text beside tool results (Claude Code's reminders) is not a new prompt: the turn's directives stand.
         return [_result_message(result, names) for result in results]
+    if role == "user" and blocks:
+        return [{"role": "user", "content": prompt} for prompt in _prompts(blocks)]
     return [{"role": role, "content": content}]
+
+
+# Claude Code's own text in a user message: context for the model, not what the user asked.
+_REMINDER = "<system-reminder>"
+# Where a prompt the user interrupted before any reply ends; the next prompt is sent in the same message after it.
+_INTERRUPTED = "[Request interrupted by user"
+
+
+def _prompts(blocks: list[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
+    """The prompts one user message of Claude Code's holds, each as its blocks: reminders left out, and split at
+    each interruption marker, so an interrupted prompt's directives are not the next prompt's."""
+    prompts: list[list[Mapping[str, Any]]] = [[]]
+    for block in blocks:
+        text = block.get("text") if block.get("type") == "text" else None
+        if isinstance(text, str) and text.lstrip().startswith(_REMINDER):
+            continue
+        if isinstance(text, str) and text.lstrip().startswith(_INTERRUPTED):
+            prompts.append([])
+            continue
+        prompts[-1].append(block)
+    return [prompt for prompt in prompts if prompt] or [[]]
 
 
 def _result_message(result: Mapping[str, Any], names: dict[str, str]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import pytest
 
 from a2a_wrapper.backends.acp.backend import AcpBackend
 from a2a_wrapper.backends.base import Capabilities
+from a2a_wrapper.backends.claude.backend import ClaudeBackend
 from a2a_wrapper.backends.copilot.backend import CopilotBackend
 from a2a_wrapper.backends.opencode.backend import OpenCodeBackend
 from a2a_wrapper.backends.opencode.launch import free_port
@@ -53,6 +54,12 @@ def acp_copilot_section(model: OfflineModel, workdir: Path, state_dir: Path) -> 
     return acp_copilot_backend(model, workdir, state_dir)
 
 
+def claude_section(model: OfflineModel, workdir: Path, state_dir: Path) -> dict[str, Any]:
+    from tests.helpers.claude_fixtures import claude_backend
+
+    return claude_backend(model, workdir, state_dir)
+
+
 NO_ACP_QUESTION = "ACP has no request for a question to the user; the agent cannot ask one over ACP"
 NO_ACP_REASON = "ACP's reject_once option carries no message: the agent's model never sees the shield's sentence"
 # What each behaviour needs of an adapter's declared Capabilities, and why an adapter without it cannot do it.
@@ -86,6 +93,7 @@ BACKENDS = [
             "so the task completes with that text instead of failing",
         },
     ),
+    BackendUnderTest("claude", claude_section, ClaudeBackend.capabilities),
 ]
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from acp import RequestError
 
-from a2a_wrapper.backends.acp.connection import AgentConnection
+from a2a_wrapper.backends.acp.connection import AgentConnection, AgentExtras
 from a2a_wrapper.backends.acp.launch import agent_env, agent_home
 from a2a_wrapper.backends.acp.turn import AcpTurn
 from a2a_wrapper.backends.base import Capabilities, Health, Identity, Prompt, Session, unhealthy
@@ -43,7 +43,7 @@ class AcpBackend:
                 "message); use 'append', which puts backend.system_prompt before each new session's first prompt"
             )
         self.settings = settings.backend
-        self._name = f"{settings.card.name}/acp"
+        self._name = f"{settings.card.name}/{self.kind}"
         self._state_dir = settings.state_dir
         self._agent: AgentConnection | None = None
         self._restarter = Restarter(self._name, self)
@@ -70,7 +70,8 @@ class AcpBackend:
 
     async def spawn(self) -> None:
         env = agent_env(self.settings, self._state_dir, dict(os.environ))
-        agent = AgentConnection(self._name, self.settings, env, self._sandbox, agent_home(self._state_dir))
+        home = agent_home(self._state_dir)
+        agent = AgentConnection(self._name, self.settings, env, self._sandbox, home, self.extras(env))
         self._agent = agent
         try:
             await agent.open()
@@ -79,6 +80,10 @@ class AcpBackend:
             raise
         self._loaded.clear()
         self._ready = True
+
+    def extras(self, env: dict[str, str]) -> AgentExtras:
+        """What a kind built on this one adds to the agent's start (env: its environment, to add to)."""
+        return AgentExtras()
 
     async def stop(self) -> None:
         await self._restarter.stop()

@@ -3,7 +3,8 @@ closed."""
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -28,26 +29,49 @@ from a2a_wrapper.config.backends import AcpSettings
 from a2a_wrapper.errors import BackendUnavailable, Unauthorized
 from a2a_wrapper.process import ChildProcess
 from a2a_wrapper.sandbox import Sandbox, program_paths
+from a2a_wrapper.sandbox.trees import copy_anew
 
 log = logging.getLogger(__name__)
 
 _AUTH_REQUIRED = -32000
 
 
+@dataclass(frozen=True)
+class AgentExtras:
+    """What a kind built on ACP adds to a plain agent: more it reads (its package, the wrapper's hook), files the
+    wrapper made shown read-only over places in its own folders, and `_meta` sent with every session/new and load."""
+
+    readable: Sequence[Path] = ()
+    given: Sequence[tuple[Path, Path]] = ()
+    session_meta: Mapping[str, Any] = field(default_factory=dict)
+    own_config: bool = True  # whether its config folder is its own (writable), as a generic ACP agent's is
+
+
 class AgentConnection:
     """The agent process, its JSON-RPC connection and what it said in `initialize`."""
 
     def __init__(
-        self, name: str, settings: AcpSettings, env: dict[str, str], sandbox: Sandbox | None, home: Path
+        self,
+        name: str,
+        settings: AcpSettings,
+        env: dict[str, str],
+        sandbox: Sandbox | None,
+        home: Path,
+        extras: AgentExtras = AgentExtras(),
     ) -> None:
         self.client = WrapperClient(name, tuple(settings.enabled_mcp_servers))
         command = agent_command(settings.command, env)
-        if sandbox is not None:  # the agent's folders writable, its program readable
-            own = [*writable_folders(home), config_folder(home)]
-            wrapped = sandbox.wrap(command, env, own=own, programs=program_paths(command))
+        if sandbox is not None:  # the agent's folders writable, its program readable, the wrapper's files read-only
+            own = [*writable_folders(home), *([config_folder(home)] if extras.own_config else [])]
+            programs = [*program_paths(command), *extras.readable]
+            wrapped = sandbox.wrap(command, env, own=own, programs=programs, given=extras.given)
             command, env = wrapped.argv, wrapped.env
+        else:
+            for source, place in extras.given:  # no sandbox to show them: copied, as the wrapper made them
+                copy_anew(source, place)
         self.child = ChildProcess(name, command, env, settings.workdir, stdio=True)
         self._settings = settings
+        self._meta: dict[str, Any] = dict(extras.session_meta)
         self._conn: ClientSideConnection | None = None
         self.info: InitializeResponse | None = None
         self.model: str | None = None  # the model its last new session reported (a `model` config option), if any
@@ -111,7 +135,7 @@ class AgentConnection:
         """A new session working in `directory` (a context's own workspace), else in the workdir."""
         try:
             created = await self.conn.new_session(
-                cwd=str(directory or self._settings.workdir), mcp_servers=mcp_servers(self._settings)
+                cwd=str(directory or self._settings.workdir), mcp_servers=mcp_servers(self._settings), **self._meta
             )
         except RequestError as exc:
             raise self._refused("session/new", exc) from exc
@@ -123,7 +147,10 @@ class AgentConnection:
     async def load_session(self, session_id: str, directory: Path | None = None) -> None:
         """Raises RequestError or ConnectionError when the agent cannot load it."""
         await self.conn.load_session(
-            cwd=str(directory or self._settings.workdir), session_id=session_id, mcp_servers=mcp_servers(self._settings)
+            cwd=str(directory or self._settings.workdir),
+            session_id=session_id,
+            mcp_servers=mcp_servers(self._settings),
+            **self._meta,
         )
 
     async def close(self) -> None:

@@ -160,7 +160,7 @@ class HookServer:
             gate = await self._gate_of(str(call.get("sessionID") or ""))
             allowed, reason = await gate.check(call) if gate is not None else (False, NO_TURN)
         except Exception:  # the boundary of one call: whatever breaks blocks it
-            log.exception("[%s] checking a tool call from OpenCode failed; it is blocked", self._name)
+            log.exception("[%s] checking a tool call from the backend failed; it is blocked", self._name)
             allowed, reason = False, _BROKEN
         return web.json_response({"decision": "allow" if allowed else "deny", "reason": reason})
 
