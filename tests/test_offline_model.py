@@ -486,5 +486,7 @@ async def test_explicit_start_and_stop_on_loopback() -> None:
                 pass
 
 
-def test_create_app_returns_independent_apps() -> None:
+async def test_create_app_returns_independent_apps() -> None:
+    # async, as every test here: the module's autouse fixtures are async (pytest-asyncio tears them down for a
+    # sync test before it runs)
     assert create_app() is not create_app()
