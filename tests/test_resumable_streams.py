@@ -1,0 +1,203 @@
+"""A stream that breaks can be resumed: the client reconnects with the last event id it saw (`Last-Event-ID` on SSE,
+the `last-event-id` metadata on gRPC) and gets every event after it, once and in order, then the live ones; on
+SQLite and on PostgreSQL from another replica; across an approval; an id that is not one is refused.
+
+Real OpenCode on the offline model, kept talking by `[[long:N]] [[slow:S]]`; each stream is cut by closing its
+connection while the turn runs.
+"""
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+
+from a2a_wrapper.offline_model import OfflineModel
+from a2a_wrapper.shield import ShieldConfig
+from tests.conftest import ServedAgent, SettingsFactory, serving
+from tests.helpers.a2a_wire import V1, approval_of, final_state, rpc, stream, task_answer, user_message
+from tests.helpers.tool_messages import answer_params, bash_params
+
+pytestmark = pytest.mark.slow
+
+LONG = "[[long:80]] [[slow:4]] resume me"  # 80 words over about 4 s: a turn to cut in the middle
+SEEN_BEFORE_CUT = 6  # events with an id the first stream reads before its connection is closed
+
+
+@dataclass
+class Event:
+    id: str | None
+    body: dict[str, Any]  # the StreamResponse: {"task": …} / {"statusUpdate": …} / {"artifactUpdate": …}
+
+
+async def sse(response: httpx.Response, jsonrpc: bool) -> AsyncIterator[Event]:
+    """The events of an SSE response as they arrive, with their `id:`."""
+    event_id: str | None = None
+    async for line in response.aiter_lines():
+        if line.startswith("id:"):
+            event_id = line[3:].strip()
+        elif line.startswith("data:"):
+            payload = json.loads(line[5:])
+            if jsonrpc:
+                assert "result" in payload, payload
+                payload = payload["result"]
+            yield Event(event_id, payload)
+            event_id = None
+
+
+def jsonrpc_body(method: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": method, "params": params}
+
+
+async def cut_after(http: httpx.AsyncClient, url: str, body: dict[str, Any], count: int) -> list[Event]:
+    """Reads a JSON-RPC stream until `count` events with an id came, then closes the connection mid-stream."""
+    seen: list[Event] = []
+    async with http.stream("POST", url, json=body, headers=V1) as response:
+        assert response.status_code == 200
+        async for event in sse(response, jsonrpc=True):
+            seen.append(event)
+            if sum(e.id is not None for e in seen) == count:
+                break
+    assert final_state([e.body for e in seen]) not in ("TASK_STATE_COMPLETED", "TASK_STATE_FAILED"), "cut mid-turn"
+    return seen
+
+
+async def resumed_jsonrpc(http: httpx.AsyncClient, url: str, method: str, params: dict[str, Any], last: str) -> Any:
+    """The response to a streaming method asked for with `Last-Event-ID`: its events, or its error."""
+    async with http.stream("POST", url, json=jsonrpc_body(method, params), headers={**V1, "Last-Event-ID": last}) as r:
+        if not r.headers["content-type"].startswith("text/event-stream"):
+            return json.loads(await r.aread())
+        return [event async for event in sse(r, jsonrpc=True)]
+
+
+def text_of(events: list[Event]) -> str:
+    """The answer the artifact chunks of `events` spell."""
+    return "".join(
+        part.get("text", "")
+        for e in events
+        if "artifactUpdate" in e.body and e.body["artifactUpdate"]["artifact"].get("name") == "response"
+        for part in e.body["artifactUpdate"]["artifact"]["parts"]
+    )
+
+
+def check_exactly_once(before: list[Event], after: list[Event], task: dict[str, Any]) -> None:
+    """Ids unique and rising, the answer whole and once, the end reached."""
+    ids = [e.id for e in before + after if e.id is not None]
+    positions = [int(i.rpartition(":")[2]) for i in ids]
+    assert len(set(ids)) == len(ids), f"an event came twice: {ids}"
+    assert positions == sorted(positions), f"out of order: {ids}"
+    assert all(e.id is not None for e in after), "every resumed event has its id"
+    assert {i.rpartition(":")[0] for i in ids} == {task["id"]}
+    assert text_of(before) + text_of(after) == task_answer(task), "the answer, nothing missing, nothing twice"
+    assert final_state([e.body for e in after]) == "TASK_STATE_COMPLETED"
+
+
+async def task_of(http: httpx.AsyncClient, url: str, task_id: str) -> dict[str, Any]:
+    answer = await rpc(http, url, "GetTask", {"id": task_id})
+    assert "result" in answer, answer
+    return dict(answer["result"])
+
+
+@pytest.mark.parametrize("method", ["SubscribeToTask", "SendStreamingMessage"])
+async def test_a_cut_jsonrpc_stream_resumes_after_the_last_id_on_sqlite(
+    method: str, agent: ServedAgent, http: httpx.AsyncClient
+) -> None:
+    params = {"message": user_message(LONG)}
+    async with asyncio.timeout(90):
+        before = await cut_after(http, agent.jsonrpc, jsonrpc_body("SendStreamingMessage", params), SEEN_BEFORE_CUT)
+        last = [e.id for e in before if e.id is not None][-1]
+        task_id = before[0].body["task"]["id"]
+        again = {"id": task_id} if method == "SubscribeToTask" else params  # the same message, sent again
+        after = await resumed_jsonrpc(http, agent.jsonrpc, method, again, last)
+    assert isinstance(after, list), after
+    check_exactly_once(before, after, await task_of(http, agent.jsonrpc, task_id))
+
+
+async def test_a_cut_rest_stream_resumes_and_an_ended_task_resumes_to_its_end(
+    agent: ServedAgent, http: httpx.AsyncClient
+) -> None:
+    seen: list[Event] = []
+    async with asyncio.timeout(90):
+        url = agent.rest + "/message:stream"
+        async with http.stream("POST", url, json={"message": user_message(LONG)}, headers=V1) as response:
+            async for event in sse(response, jsonrpc=False):
+                seen.append(event)
+                if sum(e.id is not None for e in seen) == SEEN_BEFORE_CUT:
+                    break
+        task_id = seen[0].body["task"]["id"]
+        await asyncio.sleep(6)  # the turn ends while no one listens
+        last = [e.id for e in seen if e.id is not None][-1]
+        subscribe = f"{agent.rest}/tasks/{task_id}:subscribe"
+        async with http.stream("GET", subscribe, headers={**V1, "Last-Event-ID": last}) as response:
+            assert response.status_code == 200, await response.aread()
+            after = [event async for event in sse(response, jsonrpc=False)]
+        check_exactly_once(seen, after, await task_of(http, agent.jsonrpc, task_id))
+        end = after[-1].id
+        assert end is not None
+        async with http.stream("GET", subscribe, headers={**V1, "Last-Event-ID": end}) as response:
+            assert response.status_code == 200
+            assert [event async for event in sse(response, jsonrpc=False)] == [], "nothing follows the end"
+
+
+@pytest.fixture
+async def asking(make_settings: SettingsFactory, offline_model: OfflineModel) -> AsyncIterator[ServedAgent]:
+    """An agent whose shield asks a person before every command."""
+    async with serving(make_settings(shield=ShieldConfig()), offline_model) as served:
+        yield served
+
+
+async def test_a_stream_that_ended_at_input_required_resumes_after_the_approval(
+    asking: ServedAgent, http: httpx.AsyncClient
+) -> None:
+    async with asyncio.timeout(90):
+        body = jsonrpc_body("SendStreamingMessage", bash_params("touch approved.txt"))
+        async with http.stream("POST", asking.jsonrpc, json=body, headers=V1) as response:
+            asked = [event async for event in sse(response, jsonrpc=True)]
+        assert final_state([e.body for e in asked]) == "TASK_STATE_INPUT_REQUIRED"
+        task = asked[0].body["task"]
+        last = asked[-1].id
+        assert last is not None, "the pause has its id"
+        approval = approval_of([e.body for e in asked])
+        answer = answer_params(task, data={"approval": approval["id"], "option": "allow_once"})
+        answer["configuration"] = {"returnImmediately": True}
+        assert "result" in await rpc(http, asking.jsonrpc, "SendMessage", answer)
+        after = await resumed_jsonrpc(http, asking.jsonrpc, "SubscribeToTask", {"id": task["id"]}, last)
+    assert isinstance(after, list), after
+    assert after and all(e.id is not None for e in after)
+    assert final_state([e.body for e in after]) == "TASK_STATE_COMPLETED"
+    assert not any(
+        e.body.get("statusUpdate", {}).get("status", {}).get("state") == "TASK_STATE_INPUT_REQUIRED" for e in after
+    ), "the pause itself is not sent again"
+    assert (asking.workdir / "approved.txt").exists()
+
+
+async def test_ids_that_are_not_ones_to_resume_from_are_refused(agent: ServedAgent, http: httpx.AsyncClient) -> None:
+    async with asyncio.timeout(60):
+        first = await stream(http, agent.jsonrpc, {"message": user_message("one")})
+        second = await stream(http, agent.jsonrpc, {"message": user_message("two")})
+        one, two = first[0]["task"]["id"], second[0]["task"]["id"]
+        async with http.stream(
+            "POST",
+            agent.jsonrpc,
+            json=jsonrpc_body("SendStreamingMessage", {"message": user_message(LONG)}),
+            headers=V1,
+        ) as r:
+            ids = [e.id async for e in sse(r, jsonrpc=True) if e.id]
+        cases = {
+            "garbage": ("not-an-id", "is not an event id this agent gave"),
+            "another task's": (
+                ids[1],
+                f"is an event of task {ids[1].rpartition(':')[0]}, but this request names task {one}",
+            ),
+            "never given": (f"{one}:999999999999999999999", "that this agent still holds"),
+        }
+        for name, (last, sentence) in cases.items():
+            answer = await resumed_jsonrpc(http, agent.jsonrpc, "SubscribeToTask", {"id": one}, last)
+            assert isinstance(answer, dict) and answer["error"]["code"] == -32602, (name, answer)
+            assert sentence in answer["error"]["message"], (name, answer)
+        rest = await http.get(f"{agent.rest}/tasks/{two}:subscribe", headers={**V1, "Last-Event-ID": "x:1"})
+        assert rest.status_code == 400 and "x:1" in rest.text, rest.text
