@@ -11,16 +11,25 @@ import json
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import grpc
+import grpc.aio
 import httpx
 import pytest
+from a2a.client import A2ACardResolver
+from a2a.types import GetTaskRequest, SendMessageRequest, SubscribeToTaskRequest, a2a_pb2_grpc
+from google.protobuf import json_format
 
+from a2a_wrapper.frontend.handler.resumable_streams import EVENT_ID_KEY
 from a2a_wrapper.offline_model import OfflineModel
 from a2a_wrapper.shield import ShieldConfig
 from tests.conftest import ServedAgent, SettingsFactory, serving
 from tests.helpers.a2a_wire import V1, approval_of, final_state, rpc, stream, task_answer, user_message
+from tests.helpers.serve_process import start_serve, wait_healthy
 from tests.helpers.tool_messages import answer_params, bash_params
+from tests.test_replicas import Replica, replica_config, stop
 
 pytestmark = pytest.mark.slow
 
@@ -201,3 +210,72 @@ async def test_ids_that_are_not_ones_to_resume_from_are_refused(agent: ServedAge
             assert sentence in answer["error"]["message"], (name, answer)
         rest = await http.get(f"{agent.rest}/tasks/{two}:subscribe", headers={**V1, "Last-Event-ID": "x:1"})
         assert rest.status_code == 400 and "x:1" in rest.text, rest.text
+
+
+def grpc_event(response: Any) -> Event:
+    body = json_format.MessageToDict(response)
+    [event] = body.values()
+    return Event(event.get("metadata", {}).get(EVENT_ID_KEY), body)
+
+
+async def test_a_cut_grpc_stream_resumes_with_the_last_id_in_the_call_metadata(
+    make_settings: SettingsFactory, offline_model: OfflineModel, http: httpx.AsyncClient
+) -> None:
+    version = ("a2a-version", "1.0")
+    async with serving(make_settings(auto_approve=True, server={"grpc_port": 0}), offline_model) as served:
+        card = await A2ACardResolver(http, served.url).get_agent_card()
+        [target] = {i.url for i in card.supported_interfaces if i.protocol_binding == "GRPC"}
+        request = json_format.ParseDict({"message": user_message(LONG)}, SendMessageRequest())
+        async with asyncio.timeout(90), grpc.aio.insecure_channel(target) as channel:
+            stub = a2a_pb2_grpc.A2AServiceStub(channel)
+            call = stub.SendStreamingMessage(request, metadata=(version,))
+            before: list[Event] = []
+            async for response in call:
+                before.append(grpc_event(response))
+                if sum(e.id is not None for e in before) == SEEN_BEFORE_CUT:
+                    break
+            call.cancel()  # the stream cut mid-turn: gRPC resets it
+            assert final_state([e.body for e in before]) == "TASK_STATE_WORKING"
+            task_id = before[0].body["task"]["id"]
+            last = [e.id for e in before if e.id is not None][-1]
+            assert last is not None
+            again = stub.SubscribeToTask(
+                SubscribeToTaskRequest(id=task_id), metadata=(version, ("last-event-id", last))
+            )
+            after = [grpc_event(response) async for response in again]
+            refused = stub.SubscribeToTask(
+                SubscribeToTaskRequest(id=task_id), metadata=(version, ("last-event-id", "x"))
+            )
+            with pytest.raises(grpc.aio.AioRpcError) as error:
+                [_ async for _ in refused]
+            assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert "'x' is not an event id this agent gave" in str(error.value.details())
+            task = json_format.MessageToDict(await stub.GetTask(GetTaskRequest(id=task_id), metadata=(version,)))
+    check_exactly_once(before, after, task)
+
+
+async def test_a_stream_cut_on_one_replica_resumes_on_another_from_postgresql(
+    tmp_path: Path, make_settings: SettingsFactory, postgres_url: str, http: httpx.AsyncClient
+) -> None:
+    """Replica b never ran the task: what it sends comes from the events replica a wrote to the database."""
+    started: list[Replica] = []
+    try:
+        for name in ("a", "b"):
+            path, url = replica_config(tmp_path, make_settings, postgres_url, name, lease=30)
+            started.append(Replica(name, url, await start_serve(path)))
+        for replica in started:
+            await wait_healthy(http, replica.url)
+        a, b = started
+        async with asyncio.timeout(90):
+            body = jsonrpc_body("SendStreamingMessage", {"message": user_message(LONG)})
+            before = await cut_after(http, a.jsonrpc, body, SEEN_BEFORE_CUT)
+            task_id = before[0].body["task"]["id"]
+            last = [e.id for e in before if e.id is not None][-1]
+            assert last is not None
+            after = await resumed_jsonrpc(http, b.jsonrpc, "SubscribeToTask", {"id": task_id}, last)
+            assert isinstance(after, list), after
+            check_exactly_once(before, after, await task_of(http, b.jsonrpc, task_id))
+            unknown = await resumed_jsonrpc(http, b.jsonrpc, "SubscribeToTask", {"id": task_id}, f"{task_id}:9999")
+            assert unknown["error"]["code"] == -32602 and "still holds" in unknown["error"]["message"], unknown
+    finally:
+        await stop(started)
