@@ -99,7 +99,7 @@ def check_exactly_once(before: list[Event], after: list[Event], task: dict[str, 
     positions = [int(i.rpartition(":")[2]) for i in ids]
     assert len(set(ids)) == len(ids), f"an event came twice: {ids}"
     assert positions == sorted(positions), f"out of order: {ids}"
-    assert all(e.id is not None for e in after), "every resumed event has its id"
+    assert all(e.id is not None for e in before + after if "task" not in e.body), "every event of the task has its id"
     assert {i.rpartition(":")[0] for i in ids} == {task["id"]}
     assert text_of(before) + text_of(after) == task_answer(task), "the answer, nothing missing, nothing twice"
     assert final_state([e.body for e in after]) == "TASK_STATE_COMPLETED"
@@ -189,25 +189,23 @@ async def test_ids_that_are_not_ones_to_resume_from_are_refused(agent: ServedAge
         first = await stream(http, agent.jsonrpc, {"message": user_message("one")})
         second = await stream(http, agent.jsonrpc, {"message": user_message("two")})
         one, two = first[0]["task"]["id"], second[0]["task"]["id"]
-        async with http.stream(
-            "POST",
-            agent.jsonrpc,
-            json=jsonrpc_body("SendStreamingMessage", {"message": user_message(LONG)}),
-            headers=V1,
-        ) as r:
-            ids = [e.id async for e in sse(r, jsonrpc=True) if e.id]
+        body = jsonrpc_body("SendStreamingMessage", {"message": user_message(LONG)})
+        async with http.stream("POST", agent.jsonrpc, json=body, headers=V1) as response:
+            ids = [e.id async for e in sse(response, jsonrpc=True) if e.id]
+        other = ids[1].rpartition(":")[0]
         cases = {
             "garbage": ("not-an-id", "is not an event id this agent gave"),
-            "another task's": (
-                ids[1],
-                f"is an event of task {ids[1].rpartition(':')[0]}, but this request names task {one}",
-            ),
+            "another task's": (ids[1], f"is an event of task {other}, but this request names task {one}"),
             "never given": (f"{one}:999999999999999999999", "that this agent still holds"),
         }
         for name, (last, sentence) in cases.items():
             answer = await resumed_jsonrpc(http, agent.jsonrpc, "SubscribeToTask", {"id": one}, last)
             assert isinstance(answer, dict) and answer["error"]["code"] == -32602, (name, answer)
             assert sentence in answer["error"]["message"], (name, answer)
+        new = {"message": user_message('[[tool:bash {"command": "touch never.txt"}]]')}  # a message never sent
+        answer = await resumed_jsonrpc(http, agent.jsonrpc, "SendStreamingMessage", new, ids[1])
+        assert answer["error"]["code"] == -32602 and "is not one" in answer["error"]["message"], answer
+        assert not (agent.workdir / "never.txt").exists(), "refused, and not run either"
         rest = await http.get(f"{agent.rest}/tasks/{two}:subscribe", headers={**V1, "Last-Event-ID": "x:1"})
         assert rest.status_code == 400 and "x:1" in rest.text, rest.text
 

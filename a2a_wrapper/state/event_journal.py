@@ -10,9 +10,10 @@ gets the events after it (`events_after`).
   to the shared `task_events` table with that version, in the transaction of the task's save, so any replica
   replays from the database (the SDK's own `DatabaseTaskEventStream`, which also tails the live ones).
 - SQLite (`LocalJournal`): one process serves the tasks, and the SDK gives no version (its store is not
-  versioned), so the journal numbers the events itself and keeps them in memory, at most `KEPT_EVENTS` per task
-  for the `KEPT_TASKS` tasks that published last. Positions count every task's events from this process's start
-  time in milliseconds times a million: a position of an earlier run is never one of this run's.
+  versioned), so the journal numbers the events itself and keeps them in memory: at most `KEPT_EVENTS` per task
+  and `KEPT_IN_ALL` in all, the tasks that published least recently forgotten first. Positions count every
+  task's events from this process's start time in milliseconds times a million: a position of an earlier run is
+  never one of this run's.
 
 A position the journal does not hold (never given, another task's, or no longer kept) is refused by the handler.
 """
@@ -33,16 +34,18 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from a2a_wrapper.state.sdk_tables import event_data_at
 
-RECENT_EVENTS = 4096  # per task, on shared state: how far a stream may lag behind its task and still get ids
+RECENT_EVENTS = 1024  # per task, on shared state: how far a stream may lag behind its task and still get ids
 KEPT_EVENTS = 10_000  # per task, on SQLite: the events a resumed stream can be given
-KEPT_TASKS = 256  # tasks whose events are kept, on SQLite; the rest are forgotten, oldest publisher first
+KEPT_IN_ALL = 100_000  # events kept for all tasks together (tens of MB); past it the task that published least
+# recently is forgotten whole
 _COUNT = re.compile(r"TaskVersion\((\d+)\)")
 
 
 class EventJournal(TaskEventStream):
     def __init__(self, per_task: int) -> None:
         self._per_task = per_task
-        self._tasks: OrderedDict[str, deque[tuple[int, Event]]] = OrderedDict()
+        self._tasks: OrderedDict[str, deque[tuple[int, Event]]] = OrderedDict()  # least recently published first
+        self._kept = 0  # events in all of them
 
     def position_of(self, task_id: str, event: Event) -> int | None:
         """The position of `event` (the object the SDK published, so any other is None), newest first."""
@@ -58,11 +61,12 @@ class EventJournal(TaskEventStream):
         recent = self._tasks.get(task_id)
         if recent is None:
             recent = self._tasks[task_id] = deque(maxlen=self._per_task)
-            if len(self._tasks) > KEPT_TASKS:
-                self._tasks.popitem(last=False)
         else:
             self._tasks.move_to_end(task_id)
+        self._kept += len(recent) < self._per_task  # a full deque drops its oldest as it takes one
         recent.append((position, event.event))
+        while self._kept > KEPT_IN_ALL and len(self._tasks) > 1:
+            self._kept -= len(self._tasks.popitem(last=False)[1])
         self._published(task_id)
 
     @abstractmethod

@@ -9,8 +9,8 @@ id the client saw gives the events after it, once each and in order, then the li
   SSE client then keeps the last one it had.
 - SubscribeToTask or SendStreamingMessage with `Last-Event-ID` resumes: the events after it, from the journal,
   up to the one that ends or pauses the task, as the first stream would have ended. A resumed SendStreamingMessage
-  is the same message sent again: it is not run again. Its task is the id's; a task or context the message names
-  must be that one. A task that ended can still be resumed, up to its end.
+  is the same message sent again, not run again: it must be one the id's task holds (its messageId in the task's
+  history), and a task or context it names must be that task's. A task that ended can still be resumed, up to its end.
 - An id that is not one (its form), names another task than the request, names a task the caller cannot see, or
   is not an event the journal holds (never given, or no longer kept) is refused with InvalidParams (or
   TaskNotFound) and a sentence: never a silent restart from the start.
@@ -46,6 +46,10 @@ EVENT_ID_KEY = "a2a-wrapper/event-id"  # on gRPC: where an event's id is, in its
 NOT_AN_ID = "Last-Event-ID {id!r} is not an event id this agent gave (they look like '<task id>:<number>')"
 OTHER_TASK = "Last-Event-ID {id!r} is an event of task {of}, but this request names task {named}"
 OTHER_CONTEXT = "Last-Event-ID {id!r} is an event of task {of}, in context {context}, but this message names {named}"
+NOT_SENT = (
+    "Last-Event-ID {id!r} resumes the stream of a message task {of} holds, and message {message!r} is not one: "
+    "a new message is sent without Last-Event-ID. Nothing was run."
+)
 UNKNOWN = (
     "Last-Event-ID {id!r} is not an event of task {of} that this agent still holds (never sent, or no longer "
     "kept): nothing can be resumed from it. GetTask gives the task as it is, and SubscribeToTask without "
@@ -62,14 +66,13 @@ class ResumableStreams(DelegatingHandler):
         last = _last_event_id(context)
         if last is None:
             return self._stamped(self._inner.on_message_send_stream(params, context), context)
-        message = params.message
-        return self._resumed(last, params.tenant, message.task_id, message.context_id, context)
+        return self._resumed(last, params.tenant, params.message.task_id, context, params.message)
 
     def on_subscribe_to_task(self, params: SubscribeToTaskRequest, context: ServerCallContext) -> AsyncGenerator[Event]:
         last = _last_event_id(context)
         if last is None:
             return self._stamped(self._inner.on_subscribe_to_task(params, context), context)
-        return self._resumed(last, params.tenant, params.id, "", context)
+        return self._resumed(last, params.tenant, params.id, context)
 
     async def _stamped(self, events: AsyncGenerator[Event], context: ServerCallContext) -> AsyncGenerator[Event]:
         on_grpc = bool(context.state.get(GRPC_CALL))
@@ -80,18 +83,17 @@ class ResumableStreams(DelegatingHandler):
                 yield _with_id(event, f"{task_id}:{position}" if position is not None else None, on_grpc)
 
     async def _resumed(
-        self, last: str, tenant: str, task_named: str, context_named: str, context: ServerCallContext
+        self, last: str, tenant: str, task_named: str, context: ServerCallContext, message: Message | None = None
     ) -> AsyncGenerator[Event]:
+        """The events after `last`, for SubscribeToTask or for `message` sent again."""
         task_id, position = _parsed(last)
         if task_named and task_named != task_id:
             raise InvalidParamsError(message=OTHER_TASK.format(id=last, of=task_id, named=task_named))
         task = await self._inner.on_get_task(GetTaskRequest(tenant=tenant, id=task_id), context)
         if task is None:  # another caller's task reads as none at all
             raise TaskNotFoundError
-        if context_named and context_named != task.context_id:
-            raise InvalidParamsError(
-                message=OTHER_CONTEXT.format(id=last, of=task_id, context=task.context_id, named=context_named)
-            )
+        if message is not None:
+            _check_sent_before(message, task, last)
         seen = await self._journal.event_at(task_id, position)
         if seen is None:
             raise InvalidParamsError(message=UNKNOWN.format(id=last, of=task_id))
@@ -103,6 +105,16 @@ class ResumableStreams(DelegatingHandler):
                 yield _with_id(event, f"{task_id}:{after}", on_grpc)
                 if _ends(event, RESTING):
                     return
+
+
+def _check_sent_before(message: Message, task: Task, last: str) -> None:
+    """A message a stream is resumed for must be one the task holds: one it would otherwise run is never dropped."""
+    if message.context_id and message.context_id != task.context_id:
+        raise InvalidParamsError(
+            message=OTHER_CONTEXT.format(id=last, of=task.id, context=task.context_id, named=message.context_id)
+        )
+    if all(held.message_id != message.message_id for held in task.history):
+        raise InvalidParamsError(message=NOT_SENT.format(id=last, message=message.message_id, of=task.id))
 
 
 def _last_event_id(context: ServerCallContext) -> str | None:
