@@ -152,10 +152,14 @@ async def test_a_cut_rest_stream_resumes_and_an_ended_task_resumes_to_its_end(
             assert [event async for event in sse(response, jsonrpc=False)] == [], "nothing follows the end"
 
 
-@pytest.fixture
-async def asking(make_settings: SettingsFactory, offline_model: OfflineModel) -> AsyncIterator[ServedAgent]:
-    """An agent whose shield asks a person before every command."""
-    async with serving(make_settings(shield=ShieldConfig()), offline_model) as served:
+@pytest.fixture(params=["sqlite", "postgresql"])
+async def asking(
+    request: pytest.FixtureRequest, make_settings: SettingsFactory, offline_model: OfflineModel
+) -> AsyncIterator[ServedAgent]:
+    """An agent whose shield asks a person before every command; its state on SQLite, or on PostgreSQL (where a
+    resumed stream is read back from the database's event log)."""
+    shared = {"state": {"url": request.getfixturevalue("postgres_url")}} if request.param == "postgresql" else {}
+    async with serving(make_settings(shield=ShieldConfig(), **shared), offline_model) as served:
         yield served
 
 

@@ -103,7 +103,7 @@ class ResumableStreams(DelegatingHandler):
         async with aclosing(self._journal.events_after(task_id, position)) as events:
             async for after, event in events:
                 yield _with_id(event, f"{task_id}:{after}", on_grpc)
-                if _ends(event, RESTING):
+                if _pauses_or_ends(event):
                     return
 
 
@@ -145,6 +145,14 @@ def _with_id(event: Event, event_id: str | None, on_grpc: bool) -> Event:
     stamped.CopyFrom(event)
     stamped.metadata[EVENT_ID_KEY] = event_id
     return stamped
+
+
+def _pauses_or_ends(event: Event) -> bool:
+    """Whether the first stream ended with `event`. A Task in the log waiting for a person is not a pause: it is the
+    task as a continuation found it (on shared state the answer's turn may begin by publishing it)."""
+    if isinstance(event, TaskStatusUpdateEvent):
+        return event.status.state in RESTING
+    return _ends(event, TERMINAL_TASK_STATES)
 
 
 def _ends(event: Event, states: Collection[TaskState]) -> bool:
