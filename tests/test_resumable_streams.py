@@ -27,6 +27,7 @@ from a2a_wrapper.offline_model import OfflineModel
 from a2a_wrapper.shield import ShieldConfig
 from tests.conftest import ServedAgent, SettingsFactory, serving
 from tests.helpers.a2a_wire import V1, approval_of, final_state, rpc, stream, task_answer, user_message
+from tests.helpers.auth import AUTH, CI_KEY, KEYS, ORCHESTRATOR_KEY, bearer
 from tests.helpers.serve_process import start_serve, wait_healthy
 from tests.helpers.tool_messages import answer_params, bash_params
 from tests.test_replicas import Replica, replica_config, stop
@@ -281,3 +282,28 @@ async def test_a_stream_cut_on_one_replica_resumes_on_another_from_postgresql(
             assert unknown["error"]["code"] == -32602 and "still holds" in unknown["error"]["message"], unknown
     finally:
         await stop(started)
+
+
+async def test_another_callers_task_is_not_found_whatever_its_ids(
+    make_settings: SettingsFactory,
+    offline_model: OfflineModel,
+    http: httpx.AsyncClient,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The journal holds every caller's events: a resume still shows a caller only its own tasks."""
+    for name, value in KEYS.items():
+        monkeypatch.setenv(name, value)
+    async with serving(make_settings(auto_approve=True, auth=AUTH), offline_model) as served, asyncio.timeout(60):
+        body = jsonrpc_body("SendStreamingMessage", {"message": user_message("the orchestrator's")})
+        async with http.stream("POST", served.jsonrpc, json=body, headers={**V1, **bearer(ORCHESTRATOR_KEY)}) as r:
+            ids = [e.id async for e in sse(r, jsonrpc=True) if e.id]
+        task_id = ids[0].rpartition(":")[0]
+        resumed = jsonrpc_body("SubscribeToTask", {"id": task_id})
+        for key, found in [(CI_KEY, False), (ORCHESTRATOR_KEY, True)]:
+            headers = {**V1, **bearer(key), "Last-Event-ID": ids[0]}
+            async with http.stream("POST", served.jsonrpc, json=resumed, headers=headers) as r:
+                if found:
+                    assert [e.id async for e in sse(r, jsonrpc=True)] == ids[1:], "its owner gets the rest"
+                else:
+                    answer = json.loads(await r.aread())
+                    assert answer["error"]["code"] == -32001, answer  # TaskNotFound: as GetTask answers it
