@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import uvicorn
-from a2a.server.cluster import TaskEventStream, VersionedTaskStore
+from a2a.server.cluster import VersionedTaskStore
 from a2a.server.tasks import DatabaseTaskStore, TaskStore
 from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.types import ASGIApp
@@ -49,6 +49,7 @@ from a2a_wrapper.shield.decision import PermissionPolicy
 from a2a_wrapper.state.audit import AuditLog
 from a2a_wrapper.state.context_rules import ContextRules
 from a2a_wrapper.state.engines import StateDatabase, open_state, replica_name, state_database
+from a2a_wrapper.state.event_journal import EventJournal, LocalJournal, SharedJournal
 from a2a_wrapper.state.leases import ContextLeases, Replica, leased_contexts, release_all
 from a2a_wrapper.state.lock import SERVING, FolderBusy, FolderLock
 from a2a_wrapper.state.message_ledger import MessageLedger
@@ -193,7 +194,7 @@ def _workspaces(settings: AgentSettings) -> Workspaces | None:
 class AgentTasks:
     served: TaskStore | VersionedTaskStore  # what the request handler reads and writes
     readable: TaskStore  # the same tasks, read by the push service
-    events: TaskEventStream | None  # shared state: events of tasks another replica runs
+    events: EventJournal  # every task's events in order, to resume streams from; shared state: on every replica
     writer: Writer | None  # SQLite: the writer behind the turn, which other stores' rows ride with
 
 
@@ -216,7 +217,7 @@ async def agent_tasks(
         await release_all(engine, replica)
         watching = asyncio.create_task(outage.run(store.mend), name="state-outage")
         try:
-            yield AgentTasks(store, store.as_task_store, shared_events(engine), None)
+            yield AgentTasks(store, store.as_task_store, SharedJournal(engine, shared_events(engine)), None)
         finally:
             await cancel_and_wait(watching)
         return
@@ -228,7 +229,7 @@ async def agent_tasks(
     writer = asyncio.create_task(task_store.run(), name="task-writer")
     try:
         async with listing_off_the_loop(task_store, database.path) as listed:
-            yield AgentTasks(listed, task_store, None, task_store)
+            yield AgentTasks(listed, task_store, LocalJournal(), task_store)
     finally:
         await cancel_and_wait(writer)
         await task_store.close()

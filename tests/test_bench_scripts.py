@@ -9,7 +9,9 @@ import pytest
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 
 
-@pytest.mark.parametrize("script", ["overhead", "backends", "sandbox", "state", "sdk_floor", "model_relay"])
+@pytest.mark.parametrize(
+    "script", ["overhead", "backends", "sandbox", "state", "sdk_floor", "model_relay", "event_journal"]
+)
 def test_a_bench_script_imports_and_answers_help(
     script: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -9,7 +9,7 @@ configured), then the body limit — a request without a key is refused before i
 import time
 from typing import Any
 
-from a2a.server.cluster import TaskEventStream, VersionedTaskStore
+from a2a.server.cluster import VersionedTaskStore
 from a2a.server.request_handlers import DefaultRequestHandler, RequestHandler
 from a2a.server.routes import create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import TaskStore
@@ -38,9 +38,11 @@ from a2a_wrapper.frontend.edge.rest_version import RestVersionEdge
 from a2a_wrapper.frontend.edge.version_param import VersionParam
 from a2a_wrapper.frontend.executor import TurnExecutor
 from a2a_wrapper.frontend.handler.attempts import Attempts, ClaimedTaskIds
+from a2a_wrapper.frontend.handler.delegating_handler import DelegatingHandler
 from a2a_wrapper.frontend.handler.message_handler import MessageHandler
 from a2a_wrapper.frontend.handler.message_limits import MessageLimits
 from a2a_wrapper.frontend.handler.outage_ends import OutageEnds
+from a2a_wrapper.frontend.handler.resumable_streams import ResumableStreams
 from a2a_wrapper.frontend.handler.sdk_handler import SdkHandler
 from a2a_wrapper.frontend.handler.task_pages import BoundedPages
 from a2a_wrapper.frontend.health import health_routes
@@ -48,6 +50,7 @@ from a2a_wrapper.frontend.metrics import CONTENT_TYPE, AgentMetrics
 from a2a_wrapper.frontend.sdk_layers import use_sdk_layers
 from a2a_wrapper.frontend.sdk_logs import lower_caller_errors
 from a2a_wrapper.push import Push
+from a2a_wrapper.state.event_journal import EventJournal
 from a2a_wrapper.state.message_ledger import MessageLedger
 from a2a_wrapper.state.readiness import StateCheck
 
@@ -119,12 +122,12 @@ def request_handler(
     push: Push | None = None,
     ledger: MessageLedger | None = None,
     limits: MessageLimits | None = None,
-    event_stream: TaskEventStream | None = None,
-) -> MessageHandler:
+    journal: EventJournal | None = None,
+) -> DelegatingHandler:
     """a2a-sdk's handler of the A2A methods (as sdk_handler.py shapes them), its message methods bounded by `limits`
     and run once per messageId (message_handler.py); its `aclose` ends the tasks it keeps (after the turns have
     ended). Without `push`, the push config methods and a message that registers a webhook answer
-    PushNotificationNotSupported. On shared state the store is versioned and `event_stream` carries the events of
+    PushNotificationNotSupported. On shared state the store is versioned and `journal` carries the events of
     tasks other replicas run (a2a-sdk's cluster mode: subscribe and cancel across replicas), and a stream an outage
     of its database ends closes with a final status (outage_ends.py)."""
     use_sdk_layers()
@@ -137,7 +140,9 @@ def request_handler(
         push_config_store=push.configs if push else None,
         push_sender=push.delivery if push else None,
         push_url_validator=push.policy.validate if push else None,
-        event_stream=event_stream,
+        event_stream=journal,
     )
     limits = limits or MessageLimits.from_settings(ServerSettings())
-    return MessageHandler(OutageEnds(BoundedPages(SdkHandler(sdk))), attempts, ledger, limits, pushes=push is not None)
+    pushes = push is not None
+    handler = MessageHandler(OutageEnds(BoundedPages(SdkHandler(sdk))), attempts, ledger, limits, pushes=pushes)
+    return ResumableStreams(handler, journal) if journal is not None else handler

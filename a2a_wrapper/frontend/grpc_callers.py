@@ -33,6 +33,7 @@ from starlette.requests import HTTPConnection
 from a2a_wrapper.frontend.auth import CREDENTIAL_HEADERS, Callers, KeyAuthentication
 
 _CALLER: ContextVar[User | None] = ContextVar("grpc_caller", default=None)
+GRPC_CALL = "grpc"  # in a call context's state: the call came over gRPC
 
 
 class KeyCheck(grpc.aio.ServerInterceptor):
@@ -112,7 +113,10 @@ class CallerContextBuilder(DefaultGrpcServerCallContextBuilder):
 
     def build(self, context: grpc.aio.ServicerContext) -> ServerCallContext:
         call = super().build(context)
-        call.state = {"headers": {k: v for k, v in _text_metadata(context) if k not in CREDENTIAL_HEADERS}}
+        call.state = {
+            "headers": {k: v for k, v in _text_metadata(context) if k not in CREDENTIAL_HEADERS},
+            GRPC_CALL: True,
+        }
         try:
             _version_check(self._version)(call)
         except VersionNotSupportedError as exc:

@@ -2,7 +2,8 @@
 
 The SDK's database stores (a2a-sdk 1.3.0, `a2a.server.tasks.DatabaseTaskStore` and
 `DatabasePushNotificationConfigStore`) own the `tasks` and `push_notification_configs` tables; their columns are
-not a public API. What is read here — `id`, `context_id`, `owner` (the caller that created the task), `status`
+not a public API. What is read here — cluster mode's `task_events` (`task_id`, `task_version`,
+`event_data`), `id`, `context_id`, `owner` (the caller that created the task), `status`
 (JSON with a `state`), SQLite's `rowid` order and a config's `task_id` — was checked against 1.3.0; a new SDK
 version must be checked against these queries before the pin moves. Queries the SDK makes itself, through its
 stores' own methods (ListTasks in state/task_listing.py, the configs in push/store.py), are its own.
@@ -17,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 TASKS = "tasks"
 PUSH_CONFIGS = "push_notification_configs"
+TASK_EVENTS = "task_events"  # cluster mode's log: one row per event saved, with the task's version after it
 _STORED = f"SELECT id, owner, status, context_id FROM {TASKS}"
 
 
@@ -47,6 +49,14 @@ async def tasks_of_context(engine: AsyncEngine, owner: str, context_id: str) -> 
 async def tasks_with_push_configs(engine: AsyncEngine) -> Sequence[StoredTask]:
     """The tasks that have a webhook registered, whoever registered it."""
     return await _stored(engine, f"{_STORED} WHERE id IN (SELECT task_id FROM {PUSH_CONFIGS})")
+
+
+async def event_data_at(engine: AsyncEngine, task_id: str, version: int) -> bytes | None:
+    """The event that made `version` of the task, as the log keeps it (a serialized StreamResponse), or None."""
+    query = f"SELECT event_data FROM {TASK_EVENTS} WHERE task_id = :task AND task_version = :version LIMIT 1"
+    async with engine.connect() as db:
+        row = (await db.execute(text(query), {"task": task_id, "version": version})).first()
+    return bytes(row[0]) if row is not None else None
 
 
 def first_owner_of_context(context_column: str) -> str:

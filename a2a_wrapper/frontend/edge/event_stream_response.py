@@ -15,14 +15,19 @@ loop for all of them, running only while a stream is open. (`a2a-wrap serve` ins
 its turns first, so each stream has its final event before that; agent.py.) A response built with anything this
 does not do (a send timeout, a data sender, a close handler, a cooperative shutdown event or grace, a WebSocket
 scope, a HEAD request) is served by sse-starlette itself.
+
+Each event leaves with the `id:` the request handler gave it (frontend/handler/resumable_streams.py): the handler's
+stream runs in this same task, as the SDK's route generators pull it, so the id it sets in `EVENT_ID` for an event
+is there when that event reaches the writer.
 """
 
 import asyncio
 import logging
 import signal
 import weakref
+from contextvars import ContextVar
 from datetime import UTC, datetime
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from a2a.server.routes import common
 from sse_starlette.event import ServerSentEvent, ensure_bytes
@@ -31,6 +36,7 @@ from starlette.types import Receive, Scope, Send
 
 log = logging.getLogger(__name__)
 
+EVENT_ID: ContextVar[str | None] = ContextVar("sse_event_id", default=None)  # the id of the event last yielded
 EXIT_POLL = 0.5  # seconds between looks at whether the server is exiting, as sse-starlette's watcher
 
 
@@ -50,7 +56,7 @@ class EventStream(EventSourceResponse):
         exits.add(self, streaming)
         try:
             async for data in self.body_iterator:
-                chunk = ensure_bytes(data, self.sep)
+                chunk = ensure_bytes(_with_event_id(data), self.sep)
                 async with lock:
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
             async with lock:
@@ -123,6 +129,19 @@ class EventStream(EventSourceResponse):
         async with lock:
             if self.active:
                 await send({"type": "http.response.body", "body": ensure_bytes(ping, self.sep), "more_body": True})
+
+
+def _with_event_id(data: Any) -> Any:
+    """The SDK's item (a dict of SSE fields on JSON-RPC, a ServerSentEvent on REST) with its event's id, once."""
+    event_id = EVENT_ID.get()
+    if event_id is None:
+        return data
+    EVENT_ID.set(None)
+    if isinstance(data, dict) and "id" not in data:
+        return {**data, "id": event_id}
+    if isinstance(data, ServerSentEvent) and data.id is None:
+        data.id = event_id
+    return data
 
 
 class _ExitWatch:
