@@ -28,6 +28,10 @@ def _adapter(kind: str) -> _Adapter:
         from a2a_wrapper.backends.copilot.backend import CopilotBackend
 
         return CopilotBackend
+    if kind == "opencode2":
+        from a2a_wrapper.backends.opencode2.backend import OpenCode2Backend
+
+        return OpenCode2Backend
     if kind == "acp":
         from a2a_wrapper.backends.acp.backend import AcpBackend
 

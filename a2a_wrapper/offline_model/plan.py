@@ -107,8 +107,11 @@ def plan_reply(messages: Sequence[Message], tools: Sequence[object] | None = Non
 
 
 def for_offered_tools(call: ToolCall, tools: Sequence[object] | None) -> ToolCall:
-    """A `question` call as Copilot's `ask_user` (first question, option labels as choices) if only that is offered."""
+    """A `question` call as Copilot's `ask_user` (first question, option labels as choices) if only that is offered;
+    a `bash` call as OpenCode 2's `shell` if only that is offered."""
     offered = {str((tool.get("function") or {}).get("name")) for tool in tools or () if isinstance(tool, Mapping)}
+    if call.name == "bash" and "bash" not in offered and "shell" in offered:
+        return ToolCall("shell", call.arguments)
     if call.name != "question" or "question" in offered or "ask_user" not in offered:
         return call
     questions = json.loads(call.arguments).get("questions")

@@ -120,10 +120,10 @@ def opencode_config(backend: OpenCodeSettings) -> dict[str, Any]:
         config["provider"] = {backend.provider.id: _provider(backend.provider)}
     if backend.system_prompt_mode == "replace" and backend.system_prompt:
         config["agent"] = {REPLACE_AGENT: {"mode": "primary", "prompt": backend.system_prompt}}
-    return _merge(_merge(config, mcp.for_opencode(backend.mcp_servers)), backend.opencode_config)
+    return merged(merged(config, mcp.for_opencode(backend.mcp_servers)), backend.opencode_config)
 
 
-def _api_key(provider: ModelProvider) -> str:
+def api_key(provider: ModelProvider) -> str:
     # OpenCode's OpenAI-compatible provider sends a bearer whatever happens: a placeholder for a server without keys
     return provider.api_key.get_secret_value() if provider.api_key is not None else "not-needed"
 
@@ -132,7 +132,7 @@ def _provider(provider: ModelProvider) -> dict[str, Any]:
     return {
         "npm": "@ai-sdk/openai-compatible",
         "name": provider.name or provider.id,
-        "options": {"baseURL": provider.base_url, "apiKey": _api_key(provider)},
+        "options": {"baseURL": provider.base_url, "apiKey": api_key(provider)},
         "models": {
             model: {"name": model, "tool_call": True, "limit": {"context": 128000, "output": 4096}}
             for model in provider.models
@@ -140,14 +140,16 @@ def _provider(provider: ModelProvider) -> dict[str, Any]:
     }
 
 
-def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
+def merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """`base` with `extra` merged in, nested objects key by key."""
+    result = dict(base)
     for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
+        if isinstance(value, dict) and isinstance(result.get(key), dict):
+            result[key] = merged(result[key], value)
         else:
-            merged[key] = value
-    return merged
+            result[key] = value
+    return result
+
 
 
 def config_files() -> dict[str, str | None]:

@@ -101,7 +101,7 @@ class OpenCodeTurn:
         one decision, one audit row per call."""
         kept: list[StreamEvent] = []
         for event in events:
-            if isinstance(event, Permission) and self._gate is not None and self._gate.decided(event):
+            if isinstance(event, Permission) and self._gate is not None and self._gate.decided(event, *_call_of(event)):
                 log.debug("session %s: %s (%s) was decided at the hook", self._session.id, event.id, event.tool)
                 await self._request("POST", f"/permission/{event.id}/reply", {"reply": "once"})
             else:
@@ -145,6 +145,11 @@ class OpenCodeTurn:
             await wait_stopped(_idle(subscription.queue), self._session.id)
         finally:
             events.unsubscribe(self._session.id, subscription)
+
+
+def _call_of(request: Permission) -> tuple[object, object]:
+    """(session, call id) of the tool call a 1.x permission request is about."""
+    return request.raw.get("sessionID"), (request.raw.get("tool") or {}).get("callID")
 
 
 async def _idle(queue: EventQueue) -> None:
