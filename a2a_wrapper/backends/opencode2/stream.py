@@ -8,10 +8,14 @@ from a2a_wrapper.backends.opencode2.translate import TRANSLATED
 
 
 def shaped(event: dict[str, Any]) -> dict[str, Any]:
-    """`{type, data}` as `{type, properties}`; a new session's parent where routing looks for it (`info`)."""
+    """`{type, data}` as `{type, properties}`; a form's session and a new session's parent where routing looks
+    for them (`sessionID`, `info`)."""
     data = event.get("data") if isinstance(event.get("data"), dict) else {}
     assert isinstance(data, dict)
     kind = str(event.get("type") or "")
+    form = data.get("form")
+    if isinstance(form, dict) and "sessionID" not in data:  # a form names its session inside
+        data = {**data, "sessionID": form.get("sessionID")}
     if kind == "session.created":
         info = data.get("info") if isinstance(data.get("info"), dict) else data
         assert isinstance(info, dict)

@@ -170,10 +170,11 @@ class Translator:
         )
 
     def _on_form_created(self, props: dict[str, Any]) -> list[StreamEvent]:
-        """A question as a form: its fields' titles are the question, their options the choices."""
+        """A question as a form: its fields' descriptions are the questions (a title is the question's header),
+        their options the choices."""
         form = props.get("form") or {}
         fields = form.get("fields") or []
-        text = "\n".join(str(f.get("title") or f.get("description") or "") for f in fields)
+        text = "\n".join(str(f.get("description") or f.get("title") or "") for f in fields)
         options = tuple(str(o.get("label") or o.get("value")) for f in fields for o in f.get("options") or ())
         return [Question(id=str(form.get("id")), text=text, options=options)]
 
