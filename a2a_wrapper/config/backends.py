@@ -136,7 +136,5 @@ class AcpSettings(BackendSettings):
     )
 
 
-Backend = Annotated[
-    OpenCodeSettings | OpenCode2Settings | CopilotSettings | AcpSettings, Field(discriminator="kind")
-]
+Backend = Annotated[OpenCodeSettings | OpenCode2Settings | CopilotSettings | AcpSettings, Field(discriminator="kind")]
 BACKEND_KINDS = ("opencode", "opencode2", "copilot", "acp")

@@ -218,7 +218,9 @@ class EventStream:
             info = (event.get("properties") or {}).get("info") or {}
             if info.get("parentID"):
                 self._parents[info["id"]] = info["parentID"]
-        if kind not in self._dialect.translated:  # what no turn reads (the server's hello, a session's status or diff, ...)
+        if (
+            kind not in self._dialect.translated
+        ):  # what no turn reads (the server's hello, a session's status or diff, ...)
             return False
         session_id = session_of(event)
         if session_id is None:

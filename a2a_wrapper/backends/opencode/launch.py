@@ -151,7 +151,6 @@ def merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-
 def config_files() -> dict[str, str | None]:
     """OpenCode's config folder as the wrapper makes it at every start: the tool hook plugin in `plugin/`, where
     OpenCode loads it, and, there and in what is shown as HOME's `.opencode/` (a config folder to OpenCode too),

@@ -8,14 +8,13 @@ launched (opencode2/launch.py), its routes, and its events (one stream for every
 import logging
 from pathlib import Path
 
-from a2a_wrapper.backends.base import Session
+from a2a_wrapper.backends.base import Prompt, Session
 from a2a_wrapper.backends.opencode.backend import OpenCodeBackend
 from a2a_wrapper.backends.opencode.client import OpenCodeClient
 from a2a_wrapper.backends.opencode.event_stream import EventStream
 from a2a_wrapper.backends.opencode2 import launch
 from a2a_wrapper.backends.opencode2.stream import DIALECT
 from a2a_wrapper.backends.opencode2.turn import OpenCode2Turn
-from a2a_wrapper.backends.base import Prompt
 from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.errors import NotFound
 from a2a_wrapper.sandbox import Sandbox

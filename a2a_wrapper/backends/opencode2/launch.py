@@ -3,7 +3,6 @@ permission rules, and the tool hook plugin in the config folder the wrapper make
 
 import json
 import secrets
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -15,8 +14,8 @@ from a2a_wrapper.backends.opencode.launch import (
     HOOK_SOCKET_ENV,
     Launch,
     api_key,
-    hook_socket,
     home_of,
+    hook_socket,
     merged,
 )
 from a2a_wrapper.config.backends import ModelProvider, OpenCodeSettings

@@ -6,7 +6,18 @@ events.py). 2.x streams true deltas and keys a tool's whole life by its call id,
 
 from typing import Any
 
-from a2a_wrapper.events import Done, Permission, Question, StreamEvent, Text, Thought, ToolCall, ToolKind, ToolResult, Usage
+from a2a_wrapper.events import (
+    Done,
+    Permission,
+    Question,
+    StreamEvent,
+    Text,
+    Thought,
+    ToolCall,
+    ToolKind,
+    ToolResult,
+    Usage,
+)
 
 _OUTPUT_SUMMARY = 2000
 
@@ -104,9 +115,7 @@ class Translator:
         tool = self._tools.get(call_id, "unknown")
         output = "".join(str(c.get("text", "")) for c in props.get("content") or () if c.get("type") == "text")
         return [
-            ToolResult(
-                id=call_id, tool=tool, kind=tool_kind(tool), status="completed", output=output[:_OUTPUT_SUMMARY]
-            )
+            ToolResult(id=call_id, tool=tool, kind=tool_kind(tool), status="completed", output=output[:_OUTPUT_SUMMARY])
         ]
 
     def _on_session_tool_failed(self, props: dict[str, Any]) -> list[StreamEvent]:
@@ -199,6 +208,5 @@ def _sentence(error: Any) -> str | None:
 
 # The event types a turn reads: the event stream delivers no others.
 TRANSLATED = frozenset(
-    {name.removeprefix("_on_").replace("_", ".") for name in vars(Translator) if name.startswith("_on_")}
-    | set(_ENDS)
+    {name.removeprefix("_on_").replace("_", ".") for name in vars(Translator) if name.startswith("_on_")} | set(_ENDS)
 )

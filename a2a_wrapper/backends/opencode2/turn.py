@@ -27,7 +27,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-STOPPED = "The OpenCode backend stopped during the turn (exit code {code}); it is being restarted. Send the message again."
+STOPPED = (
+    "The OpenCode backend stopped during the turn (exit code {code}); it is being restarted. Send the message again."
+)
 LOST = "The OpenCode event stream was lost while the turn ran; its answer may be incomplete."
 FILES_REFUSED = "The OpenCode 2 backend does not take files with a message yet; nothing was sent. Send the text alone."
 _ENDED = ("session.execution.succeeded", "session.execution.failed", "session.execution.interrupted")
@@ -65,7 +67,9 @@ class OpenCode2Turn:
                 self._gate = HookGate(subscription.queue)
                 hooks.open(self._session.id, self._gate)
             try:
-                await self._backend.request("POST", f"/api/session/{self._session.id}/prompt", prompt_body(self._prompt))
+                await self._backend.request(
+                    "POST", f"/api/session/{self._session.id}/prompt", prompt_body(self._prompt)
+                )
             except NotFound as exc:
                 raise SessionGone(str(exc)) from exc
             translate = partial(self._translate, Translator())
@@ -131,14 +135,18 @@ class OpenCode2Turn:
                 self._gate.settle(permission_id, decision == "allow", reason)
             return
         # 2.x carries the sentence to the model with the refusal.
-        await self._reply(permission_id, {"decision": "once"} if decision == "allow" else {"decision": "reject", "message": reason})
+        await self._reply(
+            permission_id, {"decision": "once"} if decision == "allow" else {"decision": "reject", "message": reason}
+        )
 
     async def answer(self, question_id: str, text: str | None) -> None:
         path = f"/api/session/{self._asker(question_id)}/form/{question_id}"
         if text is None:
             await self._backend.request("DELETE", path)
         else:
-            await self._backend.request("POST", f"{path}/reply", {"answer": {self._fields.get(question_id, "q0"): text}})
+            await self._backend.request(
+                "POST", f"{path}/reply", {"answer": {self._fields.get(question_id, "q0"): text}}
+            )
 
     async def abort(self) -> None:
         """Interrupt the running turn and wait (bounded) until OpenCode says its execution ended."""
