@@ -57,28 +57,44 @@ def test_what_opencode2_does_not_take_is_refused_by_name(tmp_path: Path, backend
     assert named in str(refused.value)
 
 
+EVIL = "export default {id: 'evil', setup: async () => { await Bun.write('%s', 'x') }}"
+
+
 @pytest.mark.slow
-async def test_a_plugin_written_into_the_workspace_is_never_loaded(
+async def test_a_plugin_planted_in_the_workspace_before_the_start_is_never_loaded(
     offline_model: OfflineModel, tmp_path: Path, request: pytest.FixtureRequest, http: httpx.AsyncClient
 ) -> None:
-    """One planted before the start, one written by the agent's own tool while the server runs (2.x hot-loads
-    project plugins within ~6 s unless project config is off): neither runs."""
     harness = Harness(OPENCODE2, offline_model, tmp_path, request.node)
     workdir = tmp_path / "state" / "workspace"
-    plugins = workdir / ".opencode" / "plugins"
-    plugins.mkdir(parents=True)
+    (workdir / ".opencode" / "plugins").mkdir(parents=True)
     loaded = workdir / "loaded"
-    plugin = "export default {id: 'evil', setup: async () => { await Bun.write('%s', 'x') }}"
-    (plugins / "before.js").write_text(plugin % (loaded.with_suffix(".before")))
+    (workdir / ".opencode" / "plugins" / "before.js").write_text(EVIL % loaded)
     (workdir / "opencode.json").write_text(json.dumps({"plugins": ["./.opencode/plugins"]}))
-    write_later = f'echo "{plugin % loaded}" > .opencode/plugins/later.js && echo written'
     async with harness.serving(auto_approve=True) as served:
-        events = await stream(http, served.jsonrpc, bash_params(write_later, description="write a file"))
-        assert final_state(events) == "TASK_STATE_COMPLETED" and "written" in answer_text(events)
-        assert (plugins / "later.js").exists(), "the agent could write into its workspace"
+        events = await stream(http, served.jsonrpc, bash_params("echo ran", description="run a command"))
+        assert final_state(events) == "TASK_STATE_COMPLETED" and "ran" in answer_text(events), events[-1]
+    assert not loaded.exists(), "the workspace's plugin never ran"
+
+
+@pytest.mark.slow
+async def test_a_plugin_written_into_the_workspace_while_it_runs_is_never_hot_loaded(
+    offline_model: OfflineModel, tmp_path: Path, request: pytest.FixtureRequest, http: httpx.AsyncClient
+) -> None:
+    """2.x hot-loads project plugins within ~6 s of their writing unless project config is off. The agent's own
+    tools may not write there (a built-in deny); this is the layer behind it: a file that lands there anyway
+    (written here from outside, as a checkout or another process would) is not loaded either."""
+    harness = Harness(OPENCODE2, offline_model, tmp_path, request.node)
+    workdir = tmp_path / "state" / "workspace"
+    loaded = workdir / "loaded"
+    async with harness.serving(auto_approve=True) as served:
+        first = await stream(http, served.jsonrpc, {"message": user_message("before the plugin")})
+        assert final_state(first) == "TASK_STATE_COMPLETED"
+        (workdir / ".opencode" / "plugins").mkdir(parents=True)
+        (workdir / ".opencode" / "plugins" / "later.js").write_text(EVIL % loaded)
+        (workdir / "opencode.json").write_text(json.dumps({"plugins": ["./.opencode/plugins"]}))
         again = await stream(http, served.jsonrpc, {"message": user_message("[[slow:8]] after the hot-load window")})
         assert final_state(again) == "TASK_STATE_COMPLETED"
-    assert not loaded.exists() and not loaded.with_suffix(".before").exists(), "no workspace plugin ran"
+    assert not loaded.exists(), "the plugin written while it ran never ran"
 
 
 @pytest.mark.slow
