@@ -7,6 +7,7 @@ launched (opencode2/launch.py), its routes, and its events (one stream for every
 
 import logging
 from pathlib import Path
+from typing import Any
 
 from a2a_wrapper.backends.base import Prompt, Session
 from a2a_wrapper.backends.opencode.backend import OpenCodeBackend
@@ -38,6 +39,12 @@ class OpenCode2Backend(OpenCodeBackend):
         if self.hooks is not None and not self.hooks.loaded.is_set():
             await self.request("GET", "/api/plugin", timeout=timeout)
         return await super().hook_ready(timeout)
+
+    async def request(
+        self, method: str, path: str, body: Any = None, timeout: float | None = None, directory: Path | None = None
+    ) -> Any:
+        """One call to OpenCode; 2.x knows each session's directory itself (its `location`), so none is added."""
+        return await self._client.request(method, path, body, timeout)
 
     async def _parent_of(self, session_id: str) -> str | None:
         """A subagent's session's parent: as the event stream announced it, else as OpenCode keeps it."""
