@@ -9,6 +9,7 @@ from typing import Any
 
 from a2a_wrapper.backends.kit import mcp
 from a2a_wrapper.backends.kit.isolation import (
+    Files,
     config_folder,
     isolated_env,
     produce_folder,
@@ -84,22 +85,34 @@ def prepare(
     binary: Path, backend: OpenCodeSettings, state_dir: Path, base_env: dict[str, str], listen_host: str = "127.0.0.1"
 ) -> Launch:
     """Folders created and seeded; the argv and environment for one `opencode serve`."""
-    home = home_of(state_dir)
-    isolated = isolated_env(home, base_env)
-    produce_folder(config_folder(home), config_files())
-    given = shown_over(config_folder(home), {name: home / place for name, place in CODE_PLACES.items()}, home)
-    password = secrets.token_urlsafe(24)
-    port = free_port()
-    env = {
-        **isolated,
+    own = {
         **_OFFLINE_ENV,
         **backend.env,
-        "OPENCODE_SERVER_PASSWORD": password,
         "OPENCODE_SERVER_USERNAME": backend.username,
         "OPENCODE_CONFIG_CONTENT": json.dumps(opencode_config(backend)),
         "OPENCODE_PERMISSION": json.dumps(ASK_EVERYTHING),
-        HOOK_SOCKET_ENV: str(hook_socket(state_dir)),
     }
+    return serve(binary, state_dir, base_env, listen_host, config_files(), own, "OPENCODE_SERVER_PASSWORD")
+
+
+def serve(
+    binary: Path,
+    state_dir: Path,
+    base_env: dict[str, str],
+    listen_host: str,
+    files: Files,
+    own: dict[str, str],
+    password_env: str,
+) -> Launch:
+    """One `opencode serve` (either version): its folders made, the config folder holding exactly `files`, a free
+    port, and its environment: the isolated one, then `own`, then a random password in `password_env`."""
+    home = home_of(state_dir)
+    isolated = isolated_env(home, base_env)
+    produce_folder(config_folder(home), files)
+    given = shown_over(config_folder(home), {name: home / place for name, place in CODE_PLACES.items()}, home)
+    password = secrets.token_urlsafe(24)
+    port = free_port()
+    env = {**isolated, **own, password_env: password, HOOK_SOCKET_ENV: str(hook_socket(state_dir))}
     argv = [str(binary), "serve", "--port", str(port), "--hostname", listen_host]
     return Launch(argv=argv, env=env, password=password, port=port, home=home, given=given)
 

@@ -2,26 +2,13 @@
 permission rules, and the tool hook plugin in the config folder the wrapper makes anew at every start."""
 
 import json
-import secrets
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from a2a_wrapper.backends.kit.isolation import config_folder, isolated_env, produce_folder, shown_over
-from a2a_wrapper.backends.opencode.launch import (
-    CODE_PLACES,
-    HOOK_PLUGIN,
-    HOOK_SOCKET_ENV,
-    Launch,
-    api_key,
-    home_of,
-    hook_socket,
-    merged,
-)
+from a2a_wrapper.backends.opencode.launch import CODE_PLACES, HOOK_PLUGIN, Launch, api_key, merged, serve
 from a2a_wrapper.config.backends import ModelProvider, OpenCodeSettings
-from a2a_wrapper.ports import free_port
 
-READY_LINE = r"listening on (https?://\S+)"
 USERNAME = "opencode"  # the only user OpenCode 2's Basic auth knows
 
 # Every tool asks, so each call OpenCode asks about reaches the wrapper's permission seam too (behind the tool hook,
@@ -49,22 +36,8 @@ def prepare(
     binary: Path, backend: OpenCodeSettings, state_dir: Path, base_env: dict[str, str], listen_host: str = "127.0.0.1"
 ) -> Launch:
     """Folders created and seeded; the argv and environment for one `opencode serve`."""
-    home = home_of(state_dir)
-    isolated = isolated_env(home, base_env)
-    produce_folder(config_folder(home), config_files())
-    given = shown_over(config_folder(home), {name: home / place for name, place in CODE_PLACES.items()}, home)
-    password = secrets.token_urlsafe(24)
-    port = free_port()
-    env = {
-        **isolated,
-        **_OFFLINE_ENV,
-        **backend.env,
-        "OPENCODE_PASSWORD": password,
-        "OPENCODE_CONFIG_CONTENT": json.dumps(opencode_config(backend)),
-        HOOK_SOCKET_ENV: str(hook_socket(state_dir)),
-    }
-    argv = [str(binary), "serve", "--port", str(port), "--hostname", listen_host]
-    return Launch(argv=argv, env=env, password=password, port=port, home=home, given=given)
+    own = {**_OFFLINE_ENV, **backend.env, "OPENCODE_CONFIG_CONTENT": json.dumps(opencode_config(backend))}
+    return serve(binary, state_dir, base_env, listen_host, config_files(), own, "OPENCODE_PASSWORD")
 
 
 def opencode_config(backend: OpenCodeSettings) -> dict[str, Any]:
