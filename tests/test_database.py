@@ -59,4 +59,3 @@ async def test_many_writers_at_once_all_land_in_order_of_arrival(tmp_path: Path)
             assert [row[0] for row in await db.execute(text("SELECT n FROM t ORDER BY rowid"))] == list(range(200))
     finally:
         await engine.dispose()
-

@@ -542,4 +542,4 @@ async def test_an_acp_agents_denied_call_reads_as_text(tmp_path: Path, offline_m
     lines = [line for line in denied.stderr.splitlines() if line.startswith(("[tool]", "[deny]", "[failed]"))]
     assert [line.split(":")[0] for line in lines] == ["[tool] execute", "[deny] execute", "[failed] execute"], lines
     assert lines[-1] == "[failed] execute: The user rejected this tool call.", "copilot --acp's rawOutput, as text"
-    assert "{'" not in denied.stderr and "{\"" not in denied.stderr
+    assert "{'" not in denied.stderr and '{"' not in denied.stderr

@@ -32,6 +32,10 @@ def _adapter(kind: str) -> _Adapter:
         from a2a_wrapper.backends.claude.backend import ClaudeBackend
 
         return ClaudeBackend
+    if kind == "opencode2":
+        from a2a_wrapper.backends.opencode2.backend import OpenCode2Backend
+
+        return OpenCode2Backend
     if kind == "acp":
         from a2a_wrapper.backends.acp.backend import AcpBackend
 

@@ -33,6 +33,8 @@ PINNED = {
     "opencode": Pinned(
         "opencode-ai", "1.18.33", ("opencode-linux-*/bin/opencode", "opencode-darwin-*/bin/opencode"), 370
     ),
+    # OpenCode 2: `bin/opencode.exe` is the Bun binary its postinstall hard-links from the platform's package.
+    "opencode2": Pinned("@opencode/cli", "2.1.2", ("@opencode/cli/bin/opencode.exe",), 815),
     "copilot": Pinned(
         "@github/copilot", "1.0.102", ("@github/copilot-linux-*/copilot", "@github/copilot-darwin-*/copilot"), 200
     ),

@@ -76,6 +76,23 @@ class OpenCodeSettings(BackendSettings):
     opencode_config: dict[str, Any] = Field({}, description="Raw OpenCode config merged in last.")
 
 
+class OpenCode2Settings(OpenCodeSettings):
+    """OpenCode 2 (`@opencode/cli` 2.x): the same keys; `opencode_config` is in 2.x's own config shape."""
+
+    kind: Literal["opencode2"] = "opencode2"  # type: ignore[assignment]
+
+    @model_validator(mode="after")
+    def _supported(self) -> "OpenCode2Settings":
+        # Not mapped to 2.x's config yet: refused rather than silently dropped.
+        if self.system_prompt or self.system_prompt_file:
+            raise ValueError("backend.system_prompt: the opencode2 backend does not take a system prompt yet")
+        if self.mcp_servers:
+            raise ValueError(f"backend.mcp_servers {list(self.mcp_servers)}: the opencode2 backend takes none yet")
+        if self.username != "opencode":
+            raise ValueError(f"backend.username {self.username!r}: OpenCode 2 knows only the user `opencode`")
+        return self
+
+
 class CopilotProvider(Section):
     """A provider of the user's own (BYOK) for Copilot: sent on every session."""
 
@@ -142,5 +159,7 @@ class ClaudeSettings(BackendSettings):
     )
 
 
-Backend = Annotated[OpenCodeSettings | CopilotSettings | ClaudeSettings | AcpSettings, Field(discriminator="kind")]
-BACKEND_KINDS = ("opencode", "copilot", "claude", "acp")
+Backend = Annotated[
+    OpenCodeSettings | OpenCode2Settings | CopilotSettings | ClaudeSettings | AcpSettings, Field(discriminator="kind")
+]
+BACKEND_KINDS = ("opencode", "opencode2", "copilot", "claude", "acp")

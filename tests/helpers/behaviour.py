@@ -15,6 +15,7 @@ from a2a_wrapper.backends.claude.backend import ClaudeBackend
 from a2a_wrapper.backends.copilot.backend import CopilotBackend
 from a2a_wrapper.backends.opencode.backend import OpenCodeBackend
 from a2a_wrapper.backends.opencode.launch import free_port
+from a2a_wrapper.backends.opencode2.backend import OpenCode2Backend
 from a2a_wrapper.config.backends import ModelProvider
 from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSettings
 from a2a_wrapper.offline_model import MODEL_ID, SMALL_MODEL_ID, OfflineModel
@@ -34,6 +35,10 @@ def opencode_section(model: OfflineModel, workdir: Path, state_dir: Path) -> dic
         "model": f"offline/{MODEL_ID}",
         "provider": provider,
     }
+
+
+def opencode2_section(model: OfflineModel, workdir: Path, state_dir: Path) -> dict[str, Any]:
+    return {**opencode_section(model, workdir, state_dir), "kind": "opencode2", "binary": None}
 
 
 def copilot_section(model: OfflineModel, workdir: Path, state_dir: Path) -> dict[str, Any]:
@@ -82,6 +87,7 @@ class BackendUnderTest:
 
 BACKENDS = [
     BackendUnderTest("opencode", opencode_section, OpenCodeBackend.capabilities),
+    BackendUnderTest("opencode2", opencode2_section, OpenCode2Backend.capabilities),
     BackendUnderTest("copilot", copilot_section, CopilotBackend.capabilities),
     BackendUnderTest("acp-opencode", acp_opencode_section, AcpBackend.capabilities),
     BackendUnderTest(

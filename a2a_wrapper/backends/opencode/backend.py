@@ -19,7 +19,7 @@ from a2a_wrapper.backends.kit.peers import main_process
 from a2a_wrapper.backends.kit.restarter import Restarter
 from a2a_wrapper.backends.opencode import launch
 from a2a_wrapper.backends.opencode.client import OpenCodeClient
-from a2a_wrapper.backends.opencode.event_stream import BACKEND_EXITED, EventStream
+from a2a_wrapper.backends.opencode.event_stream import BACKEND_EXITED, V1, EventStream
 from a2a_wrapper.backends.opencode.hook import MAX_SOCKET_PATH, HookServer
 from a2a_wrapper.backends.opencode.turn import HOOK_MISSING, OpenCodeTurn
 from a2a_wrapper.background import cancel_and_wait
@@ -41,6 +41,9 @@ ATTACHED_UNHOOKED = (
 class OpenCodeBackend:
     kind = "opencode"
     capabilities = Capabilities(questions=True, deny_reason=True, resume=True)
+    installed = "opencode"  # the managed install (backends/install.py) its binary comes from by default
+    dialect = V1  # its event stream's
+    launcher = staticmethod(launch.prepare)  # the argv, environment and folders of one spawn
 
     def __init__(self, settings: AgentSettings, sandbox: Sandbox | None = None) -> None:
         assert settings.state_dir is not None
@@ -133,9 +136,9 @@ class OpenCodeBackend:
         return [Mount(self.hooks.path.parent, read_only=True)] if self.hooks and self._sandbox is None else []
 
     async def spawn(self) -> None:
-        binary = self._binary = (self.settings.binary or find_binary("opencode")).resolve()
+        binary = self._binary = (self.settings.binary or find_binary(self.installed)).resolve()
         self._opencode_pid = None
-        plan = launch.prepare(binary, self.settings, self._state_dir, dict(os.environ), listen_host(self._runtime))
+        plan = self.launcher(binary, self.settings, self._state_dir, dict(os.environ), listen_host(self._runtime))
         if self._sandbox is not None:  # the plugin, inside, reaches the hook where the sandbox shows it
             plan.env[launch.HOOK_SOCKET_ENV] = str(self._sandbox.inside(launch.HOOK_SOCKET))
         elif self.hooks is not None:
@@ -178,7 +181,7 @@ class OpenCodeBackend:
     async def _connect(self, base_url: str, password: str | None, socket: Path | None = None) -> None:
         http = await self._client.connect(base_url, password, socket)
         if self._events is None:
-            self._events = EventStream(self._name, http)
+            self._events = EventStream(self._name, http, self.dialect.path, self.dialect)
         else:
             self._events.use(http)
         for stream, _ in self._workspace_streams.values():

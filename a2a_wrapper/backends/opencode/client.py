@@ -15,9 +15,10 @@ TIMEOUT = 30.0  # seconds a call may take unless it says otherwise
 
 
 class OpenCodeClient:
-    def __init__(self, workdir: Path, username: str) -> None:
+    def __init__(self, workdir: Path, username: str, health: tuple[str, str] = ("/global/health", "healthy")) -> None:
         self._workdir = workdir
         self._username = username
+        self._health_path, self._healthy_key = health  # the health call, and the key a healthy answer has set
         self._calls: JsonHttp | None = None
 
     async def connect(self, base_url: str, password: str | None, socket: Path | None = None) -> JsonHttp:
@@ -47,8 +48,8 @@ class OpenCodeClient:
         return fast_json.loads(text) if text else None
 
     async def health(self) -> dict[str, Any]:
-        """OpenCode's own health answer (`healthy`, `version`); BackendError when it gives none."""
-        return dict(await self.request("GET", "/global/health", timeout=3) or {})
+        """OpenCode's own health answer (`version`, and 1.x's `healthy`); BackendError when it gives none."""
+        return dict(await self.request("GET", self._health_path, timeout=3) or {})
 
     async def wait_healthy(self) -> dict[str, Any]:
         """OpenCode's first healthy answer. Its listening line came first, so a few short tries suffice; refused
@@ -56,7 +57,7 @@ class OpenCodeClient:
         last = "no answer"
         for _ in range(40):
             try:
-                if (answer := await self.health()).get("healthy"):
+                if (answer := await self.health()).get(self._healthy_key):
                     return answer
             except Unauthorized:
                 raise

@@ -29,6 +29,23 @@ MOVED = partial(ConnectionResetError, "the backend restarted at a new address")
 SILENCE = 45.0  # seconds without a byte before the stream counts as lost (OpenCode's heartbeat comes every ~10 s)
 
 
+# Text deltas of both APIs: 1.x's answer and reasoning parts, 2.x's answer and reasoning.
+TEXT_DELTAS = frozenset({"message.part.delta", "session.text.delta", "session.reasoning.delta"})
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What differs between OpenCode's event streams: the path, which event types a turn reads, and how an event
+    is read into the 1.x shape routing works on (`{type, properties}`, a session id in `properties`)."""
+
+    path: str
+    translated: frozenset[str]
+    shape: Callable[[dict[str, Any]], dict[str, Any]] = lambda event: event
+
+
+V1 = Dialect("/event", TRANSLATED)
+
+
 @dataclass(eq=False)
 class Subscription:
     """One listener's queue. While `eager`, the reader hands the loop over as soon as it has given it an event (a
@@ -40,7 +57,7 @@ class Subscription:
 
 def _may_end_pace(event: dict[str, Any]) -> bool:
     """Anything but a text delta (an answer's or a reasoning's) may be more than text: it wakes a paced turn."""
-    return event.get("type") != "message.part.delta"
+    return event.get("type") not in TEXT_DELTAS
 
 
 def _parsed(data: bytes) -> dict[str, Any]:
@@ -95,10 +112,11 @@ class SilenceWatch:
 class EventStream:
     """Holds the subscription; `subscribe(session_id)` gives a queue of that session's events."""
 
-    def __init__(self, name: str, http: JsonHttp, path: str = "/event") -> None:
+    def __init__(self, name: str, http: JsonHttp, path: str = "/event", dialect: Dialect = V1) -> None:
         self._name = name
         self._http = http
         self._path = path  # with `?directory=`: the stream of that directory's instance
+        self._dialect = dialect
         self._queues: dict[str, list[Subscription]] = {}
         self._parents: dict[str, str] = {}
         self._reconnected = False  # no event read since a reconnect: the first one is preceded by RECONNECTED
@@ -182,7 +200,7 @@ class EventStream:
 
     def _deliver(self, data: bytes) -> bool:
         try:
-            event = _parsed(data)
+            event = self._dialect.shape(_parsed(data))
         except ValueError:
             log.warning("[%s] unreadable event skipped", self._name)
             return False
@@ -200,7 +218,9 @@ class EventStream:
             info = (event.get("properties") or {}).get("info") or {}
             if info.get("parentID"):
                 self._parents[info["id"]] = info["parentID"]
-        if kind not in TRANSLATED:  # what no turn reads (the server's hello, a session's status or diff, ...)
+        if (
+            kind not in self._dialect.translated
+        ):  # what no turn reads (the server's hello, a session's status or diff, ...)
             return False
         session_id = session_of(event)
         if session_id is None:

@@ -73,12 +73,11 @@ class HookGate:
         if self._replies.settle(permission_id, (allow, reason)) and allow and key is not None:
             self._allowed.add(key)
 
-    def decided(self, request: Permission) -> bool:
-        """Whether OpenCode asks this for a call the hook already allowed: the decision covered the whole call
-        (its command, paths and workdir), so it is answered with it, not decided and audited again. OpenCode's
-        `doom_loop` asks about the loop, not the call, and is decided on its own."""
-        call = (request.raw.get("tool") or {}).get("callID")
-        return request.tool != "doom_loop" and (str(request.raw.get("sessionID")), str(call)) in self._allowed
+    def decided(self, request: Permission, session_id: object, call_id: object) -> bool:
+        """Whether OpenCode asks this for a call (of `session_id`, by `call_id`) the hook already allowed: the
+        decision covered the whole call (its command, paths and workdir), so it is answered with it, not decided
+        and audited again. OpenCode's `doom_loop` asks about the loop, not the call, and is decided on its own."""
+        return request.tool != "doom_loop" and (str(session_id), str(call_id)) in self._allowed
 
     def close(self) -> None:
         """The turn is over: calls still held are blocked, later ones too."""

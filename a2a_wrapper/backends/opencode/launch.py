@@ -9,6 +9,7 @@ from typing import Any
 
 from a2a_wrapper.backends.kit import mcp
 from a2a_wrapper.backends.kit.isolation import (
+    Files,
     config_folder,
     isolated_env,
     produce_folder,
@@ -84,22 +85,34 @@ def prepare(
     binary: Path, backend: OpenCodeSettings, state_dir: Path, base_env: dict[str, str], listen_host: str = "127.0.0.1"
 ) -> Launch:
     """Folders created and seeded; the argv and environment for one `opencode serve`."""
-    home = home_of(state_dir)
-    isolated = isolated_env(home, base_env)
-    produce_folder(config_folder(home), config_files())
-    given = shown_over(config_folder(home), {name: home / place for name, place in CODE_PLACES.items()}, home)
-    password = secrets.token_urlsafe(24)
-    port = free_port()
-    env = {
-        **isolated,
+    own = {
         **_OFFLINE_ENV,
         **backend.env,
-        "OPENCODE_SERVER_PASSWORD": password,
         "OPENCODE_SERVER_USERNAME": backend.username,
         "OPENCODE_CONFIG_CONTENT": json.dumps(opencode_config(backend)),
         "OPENCODE_PERMISSION": json.dumps(ASK_EVERYTHING),
-        HOOK_SOCKET_ENV: str(hook_socket(state_dir)),
     }
+    return serve(binary, state_dir, base_env, listen_host, config_files(), own, "OPENCODE_SERVER_PASSWORD")
+
+
+def serve(
+    binary: Path,
+    state_dir: Path,
+    base_env: dict[str, str],
+    listen_host: str,
+    files: Files,
+    own: dict[str, str],
+    password_env: str,
+) -> Launch:
+    """One `opencode serve` (either version): its folders made, the config folder holding exactly `files`, a free
+    port, and its environment: the isolated one, then `own`, then a random password in `password_env`."""
+    home = home_of(state_dir)
+    isolated = isolated_env(home, base_env)
+    produce_folder(config_folder(home), files)
+    given = shown_over(config_folder(home), {name: home / place for name, place in CODE_PLACES.items()}, home)
+    password = secrets.token_urlsafe(24)
+    port = free_port()
+    env = {**isolated, **own, password_env: password, HOOK_SOCKET_ENV: str(hook_socket(state_dir))}
     argv = [str(binary), "serve", "--port", str(port), "--hostname", listen_host]
     return Launch(argv=argv, env=env, password=password, port=port, home=home, given=given)
 
@@ -120,10 +133,10 @@ def opencode_config(backend: OpenCodeSettings) -> dict[str, Any]:
         config["provider"] = {backend.provider.id: _provider(backend.provider)}
     if backend.system_prompt_mode == "replace" and backend.system_prompt:
         config["agent"] = {REPLACE_AGENT: {"mode": "primary", "prompt": backend.system_prompt}}
-    return _merge(_merge(config, mcp.for_opencode(backend.mcp_servers)), backend.opencode_config)
+    return merged(merged(config, mcp.for_opencode(backend.mcp_servers)), backend.opencode_config)
 
 
-def _api_key(provider: ModelProvider) -> str:
+def api_key(provider: ModelProvider) -> str:
     # OpenCode's OpenAI-compatible provider sends a bearer whatever happens: a placeholder for a server without keys
     return provider.api_key.get_secret_value() if provider.api_key is not None else "not-needed"
 
@@ -132,7 +145,7 @@ def _provider(provider: ModelProvider) -> dict[str, Any]:
     return {
         "npm": "@ai-sdk/openai-compatible",
         "name": provider.name or provider.id,
-        "options": {"baseURL": provider.base_url, "apiKey": _api_key(provider)},
+        "options": {"baseURL": provider.base_url, "apiKey": api_key(provider)},
         "models": {
             model: {"name": model, "tool_call": True, "limit": {"context": 128000, "output": 4096}}
             for model in provider.models
@@ -140,14 +153,15 @@ def _provider(provider: ModelProvider) -> dict[str, Any]:
     }
 
 
-def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
+def merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """`base` with `extra` merged in, nested objects key by key."""
+    result = dict(base)
     for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
+        if isinstance(value, dict) and isinstance(result.get(key), dict):
+            result[key] = merged(result[key], value)
         else:
-            merged[key] = value
-    return merged
+            result[key] = value
+    return result
 
 
 def config_files() -> dict[str, str | None]:

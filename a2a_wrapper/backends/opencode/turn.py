@@ -51,7 +51,7 @@ class OpenCodeTurn:
         events = self._events
         subscription = events.subscribe(self._session.id)
         queue = subscription.queue
-        translator = Translator(self._backend.mcp_servers)
+        translator = self._translator()
         hooks = self._backend.hooks
         try:
             async with asyncio.timeout(10):
@@ -63,8 +63,7 @@ class OpenCodeTurn:
                 self._gate = HookGate(queue)
                 hooks.open(self._session.id, self._gate)
             try:
-                body = prompt_body(self._backend.settings, self._prompt)
-                await self._request("POST", f"/session/{self._session.id}/prompt_async", body)
+                await self._send()
             except NotFound as exc:
                 raise SessionGone(str(exc)) from exc
             async with aclosing(batches(queue, partial(self._translate, translator))) as stream:
@@ -82,6 +81,14 @@ class OpenCodeTurn:
             if hooks is not None and self._gate is not None:
                 hooks.close(self._session.id, self._gate)
             events.unsubscribe(self._session.id, subscription)
+
+    def _translator(self) -> Any:
+        """This turn's translator of OpenCode's events (each API has its own)."""
+        return Translator(self._backend.mcp_servers)
+
+    async def _send(self) -> None:
+        body = prompt_body(self._backend.settings, self._prompt)
+        await self._request("POST", f"/session/{self._session.id}/prompt_async", body)
 
     async def _translate(self, translator: Translator, event: dict[str, Any]) -> list[StreamEvent]:
         """One event of OpenCode's stream (or of the wrapper's own: the backend died, the stream reconnected, the
@@ -101,12 +108,24 @@ class OpenCodeTurn:
         one decision, one audit row per call."""
         kept: list[StreamEvent] = []
         for event in events:
-            if isinstance(event, Permission) and self._gate is not None and self._gate.decided(event):
+            if (
+                isinstance(event, Permission)
+                and self._gate is not None
+                and self._gate.decided(event, *self._call_of(event))
+            ):
                 log.debug("session %s: %s (%s) was decided at the hook", self._session.id, event.id, event.tool)
-                await self._request("POST", f"/permission/{event.id}/reply", {"reply": "once"})
+                await self._allow(event.id)
             else:
                 kept.append(event)
         return kept
+
+    @staticmethod
+    def _call_of(request: Permission) -> tuple[object, object]:
+        """(session, call id) of the tool call a permission request is about."""
+        return request.raw.get("sessionID"), (request.raw.get("tool") or {}).get("callID")
+
+    async def _allow(self, permission_id: str) -> None:
+        await self._request("POST", f"/permission/{permission_id}/reply", {"reply": "once"})
 
     async def _messages(self) -> list[dict[str, Any]]:
         return list(await self._request("GET", f"/session/{self._session.id}/message") or [])
@@ -133,24 +152,27 @@ class OpenCodeTurn:
         else:
             await self._request("POST", f"/question/{question_id}/reply", {"answers": [[text]]})
 
+    async def _interrupt(self) -> None:
+        await self._request("POST", f"/session/{self._session.id}/abort", {})
+
+    @staticmethod
+    async def _stopped(queue: EventQueue) -> None:
+        """Until the session's events say it is idle (or its OpenCode died)."""
+        while (await queue.get())["type"] not in ("session.idle", BACKEND_EXITED):
+            pass
+
     async def abort(self) -> None:
         """Abort the running turn and wait (bounded) until OpenCode says the session is idle."""
         events = self._events
         subscription = events.subscribe(self._session.id)
         subscription.eager = False
         try:
-            await self._request("POST", f"/session/{self._session.id}/abort", {})
+            await self._interrupt()
             if not await self._busy():
                 return
-            await wait_stopped(_idle(subscription.queue), self._session.id)
+            await wait_stopped(self._stopped(subscription.queue), self._session.id)
         finally:
             events.unsubscribe(self._session.id, subscription)
-
-
-async def _idle(queue: EventQueue) -> None:
-    """Until the session's events say it is idle (or its OpenCode died)."""
-    while (await queue.get())["type"] not in ("session.idle", BACKEND_EXITED):
-        pass
 
 
 def prompt_body(settings: OpenCodeSettings, prompt: Prompt) -> dict[str, Any]:
