@@ -5,6 +5,7 @@ import json
 import logging
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -84,19 +85,39 @@ def serve_options(function: Any) -> Any:
 _CHATTY = ("httpx", "uvicorn.access", "uvicorn.error")
 
 
-def setup_logging(level: str | None, timestamps: bool = True, default: str = "INFO") -> None:
+def setup_logging(
+    level: str | None, timestamps: bool = True, default: str = "INFO", log_format: str | None = None
+) -> None:
     """Logs go to stderr with credentials redacted (the guard's filter sits on the handler). `level` is the
     command's own --log-level, else the one given before the command (`a2a-wrap --log-level debug demo`), else
-    `default`. Without timestamps when a supervisor (the fleet, systemd, docker) stamps each line itself."""
+    `default`. Without timestamps when a supervisor (the fleet, systemd, docker) stamps each line itself.
+    `log_format` "json" writes one JSON object per line; a command without a config takes it from
+    A2A_WRAP_LOGGING__FORMAT, the variable an agent's config reads it from too."""
     chosen = (level or _root_log_level() or default).upper()
     stamp = "%(asctime)s " if timestamps else ""
     logging.basicConfig(
         level=chosen, format=f"{stamp}%(levelname)-7s %(name)s: %(message)s", stream=sys.stderr, force=True
     )
+    as_json = (log_format or os.environ.get("A2A_WRAP_LOGGING__FORMAT", "text")).lower() == "json"
     for handler in logging.getLogger().handlers:
         handler.addFilter(RedactingFilter())
+        if as_json:
+            handler.setFormatter(json_lines())
     for name in _CHATTY:
         logging.getLogger(name).setLevel(logging.DEBUG if chosen == "DEBUG" else logging.WARNING)
+
+
+def json_lines() -> logging.Formatter:
+    """One JSON object per record: time (ISO 8601, UTC), level, logger, message, and exc_info when there is one."""
+    from pythonjsonlogger.json import JsonFormatter
+
+    formatter = JsonFormatter(
+        "%(asctime)s %(levelname)s %(name)s %(message)s",
+        rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
+        datefmt="%Y-%m-%dT%H:%M:%S%z",
+    )
+    formatter.converter = time.gmtime
+    return formatter
 
 
 def _fleet_logging(level: str | None, default: str = "INFO") -> None:
@@ -150,7 +171,7 @@ def serve(config_path: Path | None, **flags: Any) -> None:
     from a2a_wrapper.agent import serve as serve_agent
 
     settings = _load(config_path, **{**flags, "log_level": flags.get("log_level") or _root_log_level()})
-    setup_logging(settings.logging.level, settings.logging.timestamps)
+    setup_logging(settings.logging.level, settings.logging.timestamps, log_format=settings.logging.format)
     _run(serve_agent(settings))
 
 

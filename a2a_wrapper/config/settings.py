@@ -220,6 +220,9 @@ class TimeoutSettings(Section):
 class LoggingSettings(Section):
     level: LogLevel = "INFO"
     timestamps: bool = Field(True, description="Off when a supervisor stamps each line (the fleet sets it so).")
+    format: Literal["text", "json"] = Field(
+        "text", description="json: one JSON object per line (time, level, logger, message, exc_info), for clusters."
+    )
 
     @field_validator("level", mode="before")
     @classmethod

@@ -406,6 +406,7 @@ class RedactingFilter(logging.Filter):
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
             record.exc_text = redact(record.exc_text)[0]
+        record.exc_info = None  # every formatter then shows the redacted exc_text, never the traceback anew
         if record.stack_info:
             record.stack_info = redact(record.stack_info)[0]
         return True
