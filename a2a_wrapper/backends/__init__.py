@@ -32,6 +32,10 @@ def _adapter(kind: str) -> _Adapter:
         from a2a_wrapper.backends.claude.backend import ClaudeBackend
 
         return ClaudeBackend
+    if kind == "gemini":
+        from a2a_wrapper.backends.gemini.backend import GeminiBackend
+
+        return GeminiBackend
     if kind == "acp":
         from a2a_wrapper.backends.acp.backend import AcpBackend
 

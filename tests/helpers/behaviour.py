@@ -13,6 +13,7 @@ from a2a_wrapper.backends.acp.backend import AcpBackend
 from a2a_wrapper.backends.base import Capabilities
 from a2a_wrapper.backends.claude.backend import ClaudeBackend
 from a2a_wrapper.backends.copilot.backend import CopilotBackend
+from a2a_wrapper.backends.gemini.backend import GeminiBackend
 from a2a_wrapper.backends.opencode.backend import OpenCodeBackend
 from a2a_wrapper.backends.opencode.launch import free_port
 from a2a_wrapper.config.backends import ModelProvider
@@ -60,6 +61,12 @@ def claude_section(model: OfflineModel, workdir: Path, state_dir: Path) -> dict[
     return claude_backend(model, workdir, state_dir)
 
 
+def gemini_section(model: OfflineModel, workdir: Path, state_dir: Path) -> dict[str, Any]:
+    from tests.helpers.gemini_fixtures import gemini_backend
+
+    return gemini_backend(model, workdir, state_dir)
+
+
 NO_ACP_QUESTION = "ACP has no request for a question to the user; the agent cannot ask one over ACP"
 NO_ACP_REASON = "ACP's reject_once option carries no message: the agent's model never sees the shield's sentence"
 # What each behaviour needs of an adapter's declared Capabilities, and why an adapter without it cannot do it.
@@ -94,6 +101,7 @@ BACKENDS = [
         },
     ),
     BackendUnderTest("claude", claude_section, ClaudeBackend.capabilities),
+    BackendUnderTest("gemini", gemini_section, GeminiBackend.capabilities),
 ]
 
 
