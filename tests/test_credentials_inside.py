@@ -18,10 +18,11 @@ from a2a_wrapper.config.backends import ModelProvider
 from a2a_wrapper.config.runtimes import ProcessRuntime, Runtime, SandboxRuntime
 from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSettings
 from a2a_wrapper.offline_model import OfflineModel
+from a2a_wrapper.sandbox.model_relay import WIRES
 from tests.conftest import serving
 from tests.helpers.a2a_wire import data_parts, final_state, stream
 from tests.helpers.acp_fixtures import acp_copilot_backend
-from tests.helpers.behaviour import claude_section, copilot_section, opencode_section
+from tests.helpers.behaviour import claude_section, copilot_section, gemini_section, opencode_section
 from tests.helpers.copilot_fixtures import fake_github, github_backend
 from tests.helpers.tenants import sole_backend
 from tests.helpers.tool_messages import bash_params
@@ -44,6 +45,7 @@ SECTIONS = {
     "copilot": copilot_section,
     "acp-copilot": acp_copilot_section,
     "claude": claude_section,
+    "gemini": gemini_section,
     "copilot-github": lambda model, workdir, state_dir: github_backend(model, workdir),
 }
 CASES = [
@@ -51,6 +53,7 @@ CASES = [
     pytest.param("copilot", SandboxRuntime(), id="copilot-sandbox"),
     pytest.param("acp-copilot", SandboxRuntime(), id="acp-copilot-sandbox"),
     pytest.param("claude", SandboxRuntime(), id="claude-sandbox"),
+    pytest.param("gemini", SandboxRuntime(), id="gemini-sandbox"),
     pytest.param("opencode", ProcessRuntime(), id="opencode-process"),
     # No provider: the GitHub token is what the CLI needs (given to each session, never to its environment).
     pytest.param("copilot-github", SandboxRuntime(), id="copilot-github-sandbox"),
@@ -166,10 +169,10 @@ async def test_no_key_or_token_is_inside_the_backend(
         content = path.read_bytes()
         assert key.encode() not in content and token.encode() not in content, path
     provider = settings.backend.provider  # type: ignore[union-attr]
-    credential = f"Bearer {token}" if provider is None else f"Bearer {key}"
-    header = "Authorization"
-    if getattr(provider, "type", None) == "anthropic":  # Anthropic's key header, as the relay sends it
-        credential, header = key, "x-api-key"
+    header, credential = "Authorization", f"Bearer {token}"
+    if provider is not None:  # the key in its wire's header, as the relay sends it (OpenCode's has no type: openai)
+        wire = WIRES[getattr(provider, "type", "openai")]
+        header, credential = wire.key_header, wire.key_prefix + key
     received = model.control.headers()
     assert received and all(h.get(header, "").lower() == credential.lower() for h in received), received
 

@@ -70,7 +70,12 @@ def gemini_section(model: OfflineModel, workdir: Path, state_dir: Path) -> dict[
 NO_ACP_QUESTION = "ACP has no request for a question to the user; the agent cannot ask one over ACP"
 NO_ACP_REASON = "ACP's reject_once option carries no message: the agent's model never sees the shield's sentence"
 # What each behaviour needs of an adapter's declared Capabilities, and why an adapter without it cannot do it.
-NEEDS = {"question": ("questions", NO_ACP_QUESTION), "deny-reason": ("deny_reason", NO_ACP_REASON)}
+NO_RESUME = "the agent cannot load a session its previous process made, so a context starts anew after a restart"
+NEEDS = {
+    "question": ("questions", NO_ACP_QUESTION),
+    "deny-reason": ("deny_reason", NO_ACP_REASON),
+    "resume": ("resume", NO_RESUME),
+}
 
 
 @dataclass(frozen=True)

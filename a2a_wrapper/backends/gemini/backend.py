@@ -9,7 +9,7 @@ import shutil
 
 from a2a_wrapper.backends.acp.backend import AcpBackend
 from a2a_wrapper.backends.acp.connection import AgentExtras
-from a2a_wrapper.backends.base import Prompt, Session
+from a2a_wrapper.backends.base import Capabilities, Prompt, Session
 from a2a_wrapper.backends.gemini import launch
 from a2a_wrapper.backends.gemini.turn import GeminiTurn
 from a2a_wrapper.config.backends import GeminiSettings
@@ -20,6 +20,10 @@ from a2a_wrapper.sandbox import Sandbox
 
 class GeminiBackend(AcpBackend):
     kind = "gemini"
+    # gemini-cli 0.61.0's session/load of a session made by an earlier process fails ("No previous sessions found
+    # for this project."): the load first rewrites the session's file with only its context, then finds nothing
+    # to resume. The wrapper then opens a new session for the context (seen; docs/backends.md).
+    capabilities = Capabilities(questions=False, deny_reason=False, resume=False)
 
     def __init__(self, settings: AgentSettings, sandbox: Sandbox | None = None) -> None:
         assert isinstance(settings.backend, GeminiSettings)
