@@ -102,7 +102,10 @@ async def test_gemini_calls_a_models_method_with_the_key_in_its_header() -> None
     """Gemini CLI sends its key as `x-goog-api-key`: the relay's token there, the operator's key on the way out."""
     key = a_key()
     async with recording_provider() as (base, seen):
-        async with model_relay.serving(Upstream("gemini", base, SecretStr(key))) as relay, aiohttp.ClientSession() as http:
+        async with (
+            model_relay.serving(Upstream("gemini", base, SecretStr(key))) as relay,
+            aiohttp.ClientSession() as http,
+        ):
             target = f"{relay.url}/v1beta/models/gemini-x:streamGenerateContent?alt=sse&key=planted"
             async with http.post(target, json={}, headers={"x-goog-api-key": relay.token}) as answer:
                 assert answer.status == 200, await answer.text()

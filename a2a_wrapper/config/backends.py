@@ -154,7 +154,9 @@ class GeminiProvider(AcpProvider):
 class GeminiSettings(BackendSettings):
     kind: Literal["gemini"] = "gemini"
     command: list[str] | None = Field(
-        None, min_length=1, description="Gemini CLI's program and arguments (`--acp` added); default: the managed install."
+        None,
+        min_length=1,
+        description="Gemini CLI's program and arguments (`--acp` added); default: the managed install.",
     )
     provider: GeminiProvider | None = Field(
         None, description="A Gemini API endpoint (the offline model, a proxy), relayed: no key inside."
