@@ -18,10 +18,11 @@ from a2a_wrapper.config.backends import ModelProvider
 from a2a_wrapper.config.runtimes import ProcessRuntime, Runtime, SandboxRuntime
 from a2a_wrapper.config.settings import AgentSettings, CardSettings, ServerSettings
 from a2a_wrapper.offline_model import OfflineModel
+from a2a_wrapper.sandbox.model_relay import WIRES
 from tests.conftest import serving
-from tests.helpers.a2a_wire import data_parts, final_state, stream
+from tests.helpers.a2a_wire import final_state, stream
 from tests.helpers.acp_fixtures import acp_copilot_backend
-from tests.helpers.behaviour import claude_section, copilot_section, opencode_section
+from tests.helpers.behaviour import claude_section, copilot_section, gemini_section, opencode_section
 from tests.helpers.copilot_fixtures import fake_github, github_backend
 from tests.helpers.tenants import sole_backend
 from tests.helpers.tool_messages import bash_params
@@ -44,6 +45,7 @@ SECTIONS = {
     "copilot": copilot_section,
     "acp-copilot": acp_copilot_section,
     "claude": claude_section,
+    "gemini": gemini_section,
     "copilot-github": lambda model, workdir, state_dir: github_backend(model, workdir),
 }
 CASES = [
@@ -51,6 +53,7 @@ CASES = [
     pytest.param("copilot", SandboxRuntime(), id="copilot-sandbox"),
     pytest.param("acp-copilot", SandboxRuntime(), id="acp-copilot-sandbox"),
     pytest.param("claude", SandboxRuntime(), id="claude-sandbox"),
+    pytest.param("gemini", SandboxRuntime(), id="gemini-sandbox"),
     pytest.param("opencode", ProcessRuntime(), id="opencode-process"),
     # No provider: the GitHub token is what the CLI needs (given to each session, never to its environment).
     pytest.param("copilot-github", SandboxRuntime(), id="copilot-github-sandbox"),
@@ -60,9 +63,10 @@ CASES = [
 def secret(kind: str) -> tuple[str, str]:
     """A recognisable random value (no known credential format: the guard would redact it and hide a leak) and
     the shell that rebuilds it from two pieces, so the command that searches for it does not contain it whole
-    (Copilot's parser joins quoted pieces into the paths it records, but does not run printf)."""
+    (Copilot's parser joins quoted pieces into the paths it records, but does not expand a parameter's default;
+    Gemini CLI refuses a command substitution, so no `$(…)`)."""
     head, tail = kind, secrets.token_hex(16)
-    return f"{head}-{tail}", f'"$(printf %s-%s {head} {tail})"'
+    return f"{head}-{tail}", f'"${{A2AW_UNSET_PIECE:-{head}}}-{tail}"'
 
 
 def settings_for(backend: str, runtime: Runtime, model: OfflineModel, tmp_path: Path, key: str) -> AgentSettings:
@@ -83,18 +87,21 @@ def settings_for(backend: str, runtime: Runtime, model: OfflineModel, tmp_path: 
     )
 
 
+FOUND = "found.txt"  # in the workspace: what the search command counted, on the disk
+
+
 def search_command(needles: list[str], canary: str, tmp: str) -> str:
-    """Counts, in the tool's own output, what matched each way of looking; the canary proves the search finds."""
+    """Counts, written to FOUND in the workspace (Gemini CLI reports no command's output), what matched each way of
+    looking; the canary proves the search finds."""
     pattern = " ".join(f"-e {n}" for n in needles)
-    return "; ".join(
-        [
-            f"echo env-matches:$(env | grep -c {pattern})",
-            f"echo environ-matches:$(cat /proc/self/environ /proc/$PPID/environ | tr '\\0' '\\n' | grep -c {pattern})",
-            f"echo file-matches:$(grep -rl {pattern} $HOME $XDG_CONFIG_HOME {tmp} . 2>/dev/null | wc -l)",
-            f"echo canary-matches:$(grep -rl {canary} $HOME $XDG_CONFIG_HOME {tmp} . 2>/dev/null | wc -l)",
-            "echo env-lines:$(env | wc -l)",
-        ]
-    )
+    steps = [  # no $(…): Gemini CLI refuses a command substitution
+        f"env | grep -c {pattern} | sed s/^/env-matches:/",
+        f"cat /proc/self/environ /proc/$PPID/environ | tr '\\0' '\\n' | grep -c {pattern} | sed s/^/environ-matches:/",
+        f"grep -rl {pattern} $HOME $XDG_CONFIG_HOME {tmp} . 2>/dev/null | wc -l | sed s/^/file-matches:/",
+        f"grep -rl {canary} $HOME $XDG_CONFIG_HOME {tmp} . 2>/dev/null | wc -l | sed s/^/canary-matches:/",
+        "env | wc -l | sed s/^/env-lines:/",
+    ]
+    return f"{{ {'; '.join(steps)}; }} > {FOUND}"
 
 
 def tree(root: int) -> list[int]:
@@ -155,8 +162,8 @@ async def test_no_key_or_token_is_inside_the_backend(
         backend_pid = sole_backend(served.agent).pid
         assert isinstance(backend_pid, int)
         environments = {pid: _environ(pid) for pid in tree(backend_pid)}
-    [result] = data_parts(events, "tool_result")
-    counts = dict(re.findall(r"([a-z-]+-(?:matches|lines)):(\d+)", result["output"]))
+    found = (settings.backend.workdir / FOUND).read_text()
+    counts = dict(re.findall(r"([a-z-]+-(?:matches|lines)):(\d+)", found))
     assert int(counts["canary-matches"]) >= 1 and int(counts["env-lines"]) > 5, counts  # the search finds
     assert counts["env-matches"] == counts["environ-matches"] == counts["file-matches"] == "0", counts
     assert b"PATH=" in environments[backend_pid], "the backend's own environment was read"
@@ -166,10 +173,10 @@ async def test_no_key_or_token_is_inside_the_backend(
         content = path.read_bytes()
         assert key.encode() not in content and token.encode() not in content, path
     provider = settings.backend.provider  # type: ignore[union-attr]
-    credential = f"Bearer {token}" if provider is None else f"Bearer {key}"
-    header = "Authorization"
-    if getattr(provider, "type", None) == "anthropic":  # Anthropic's key header, as the relay sends it
-        credential, header = key, "x-api-key"
+    header, credential = "Authorization", f"Bearer {token}"
+    if provider is not None:  # the key in its wire's header, as the relay sends it (OpenCode's has no type: openai)
+        wire = WIRES[getattr(provider, "type", "openai")]
+        header, credential = wire.key_header, wire.key_prefix + key
     received = model.control.headers()
     assert received and all(h.get(header, "").lower() == credential.lower() for h in received), received
 

@@ -98,6 +98,41 @@ async def test_a_bearer_token_wins_over_the_key() -> None:
     assert seen[0].headers["Authorization"] == "Bearer bearer-value" and "x-api-key" not in seen[0].headers
 
 
+async def test_gemini_calls_a_models_method_with_the_key_in_its_header() -> None:
+    """Gemini CLI sends its key as `x-goog-api-key`: the relay's token there, the operator's key on the way out."""
+    key = a_key()
+    async with recording_provider() as (base, seen):
+        async with (
+            model_relay.serving(Upstream("gemini", base, SecretStr(key))) as relay,
+            aiohttp.ClientSession() as http,
+        ):
+            target = f"{relay.url}/v1beta/models/gemini-x:streamGenerateContent?alt=sse&key=planted"
+            async with http.post(target, json={}, headers={"x-goog-api-key": relay.token}) as answer:
+                assert answer.status == 200, await answer.text()
+    [request] = seen
+    assert request.headers["x-goog-api-key"] == key and "Authorization" not in request.headers
+    assert request.path == "/v1beta/models/gemini-x:streamGenerateContent" and request.query_string == "alt=sse"
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        ("/v1beta/models/m:deleteModel", 403),  # a method that is no inference call
+        ("/v1beta/models/:generateContent", 403),  # no model
+        ("/v1beta/tunedModels/m:generateContent", 403),
+        ("/v1beta/files", 403),
+        ("/v1beta/models/m:generateContent", 401),  # no token
+    ],
+)
+async def test_what_is_not_a_gemini_call_is_refused(target: str, expected: int) -> None:
+    async with recording_provider() as (base, seen):
+        async with model_relay.serving(Upstream("gemini", base, SecretStr(a_key()))) as relay:
+            headers = {} if expected == 401 else {"x-goog-api-key": relay.token}
+            status, _ = await raw_request(relay, f"POST {target} HTTP/1.1", headers)
+    assert status == expected
+    assert seen == [], "nothing reached the provider"
+
+
 @pytest.mark.parametrize(
     ("target", "expected"),
     [
@@ -184,6 +219,7 @@ def settings_with(backend: dict[str, Any], runtime: dict[str, Any] | None = None
 
 OPENCODE = {"kind": "opencode", "provider": {"id": "p", "base_url": "https://models.example/v1", "models": ["m"]}}
 COPILOT = {"kind": "copilot", "model": "m", "provider": {"type": "anthropic", "base_url": "https://models.example"}}
+GEMINI = {"kind": "gemini", "provider": {"base_url": "https://models.example", "api_key": "k"}}
 ACP = {"kind": "acp", "command": ["agent"], "provider": {"base_url": "https://models.example/v1", "url_env": "U"}}
 
 
@@ -193,6 +229,7 @@ ACP = {"kind": "acp", "command": ["agent"], "provider": {"base_url": "https://mo
         ({**OPENCODE, "provider": {**OPENCODE["provider"], "api_key": "k"}}, None, "openai"),
         ({**COPILOT, "provider": {**COPILOT["provider"], "bearer_token": "k"}}, None, "anthropic"),
         ({**ACP, "provider": {**ACP["provider"], "key_env": "K", "api_key": "k"}}, {"kind": "process"}, "openai"),
+        (GEMINI, None, "gemini"),
         (OPENCODE, None, None),  # no key: nothing to keep out
         (
             {**OPENCODE, "provider": {**OPENCODE["provider"], "api_key": "k"}, "base_url": "http://127.0.0.1:1"},
@@ -201,7 +238,7 @@ ACP = {"kind": "acp", "command": ["agent"], "provider": {"base_url": "https://mo
         ),
         ({**OPENCODE, "provider": {**OPENCODE["provider"], "api_key": "k"}}, {"kind": "docker", "image": "i"}, None),
     ],
-    ids=["opencode", "copilot-bearer", "acp-process", "no-key", "attached", "docker"],
+    ids=["opencode", "copilot-bearer", "acp-process", "gemini", "no-key", "attached", "docker"],
 )
 def test_which_agents_get_a_relay(backend: dict[str, Any], runtime: dict[str, Any] | None, wire: str | None) -> None:
     settings = settings_with(backend, runtime)

@@ -324,6 +324,23 @@ async def test_gemini_not_streamed(client: httpx.AsyncClient) -> None:
     assert candidate["finishReason"] == "STOP" and body["usageMetadata"]["candidatesTokenCount"] == 7
 
 
+async def test_gemini_session_context_is_not_the_prompt(client: httpx.AsyncClient) -> None:
+    """Gemini CLI puts its session's setting before the first prompt: in the prompt's content, or alone in one."""
+    context = {"text": "<session_context>\nThis is the Gemini CLI. Today's date is …\n</session_context>"}
+    beside = {"role": "user", "parts": [context, {"text": "hi"}]}
+    reply = (await client.post(ONCE, json=gemini(beside))).json()
+    assert reply["candidates"][0]["content"]["parts"] == [{"text": "Offline model reply: hi"}]
+    alone = {"role": "user", "parts": [context]}
+    counted = (await client.post(ONCE, json=gemini(alone, asks("[[turns]]")))).json()
+    assert counted["candidates"][0]["content"]["parts"] == [{"text": "This conversation holds 1 user messages."}]
+
+
+async def test_bash_is_called_as_gemini_clis_shell_tool(client: httpx.AsyncClient) -> None:
+    reply = (await client.post(ONCE, json=gemini(asks('[[tool:bash {"command": "ls"}]]')))).json()
+    parts = reply["candidates"][0]["content"]["parts"]
+    assert parts == [{"functionCall": {"name": "run_shell_command", "args": {"command": "ls"}}}]
+
+
 async def test_gemini_errors(client: httpx.AsyncClient) -> None:
     failed = await client.post(ONCE, json=gemini(asks("[[error:503]]")))
     assert failed.status_code == 503

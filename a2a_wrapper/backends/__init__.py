@@ -36,6 +36,10 @@ def _adapter(kind: str) -> _Adapter:
         from a2a_wrapper.backends.opencode2.backend import OpenCode2Backend
 
         return OpenCode2Backend
+    if kind == "gemini":
+        from a2a_wrapper.backends.gemini.backend import GeminiBackend
+
+        return GeminiBackend
     if kind == "acp":
         from a2a_wrapper.backends.acp.backend import AcpBackend
 

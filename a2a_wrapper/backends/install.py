@@ -27,6 +27,7 @@ class Pinned:
     version: str
     binary_globs: tuple[str, ...]  # where the real binary lands inside node_modules
     megabytes: int  # about, installed on Linux x64: to tell how far an install is
+    stub_bytes: int = 64 * 1024  # a binary this small or smaller is a stub (opencode-ai's, before postinstall)
 
 
 PINNED = {
@@ -45,8 +46,9 @@ PINNED = {
         ("@anthropic-ai/claude-agent-sdk-linux-*/claude", "@anthropic-ai/claude-agent-sdk-darwin-*/claude"),
         404,
     ),
+    # Gemini CLI is Node: its entry is a small script that loads the bundle's chunks beside it.
+    "gemini": Pinned("@google/gemini-cli", "0.61.0", ("@google/gemini-cli/bundle/gemini.js",), 100, stub_bytes=0),
 }
-_STUB_MAX_BYTES = 64 * 1024  # opencode-ai ships a small stub that only says "postinstall was not run"
 PROGRESS_INTERVAL = 5.0  # seconds between two size reports while npm runs
 
 Report = Callable[[str], None]
@@ -67,7 +69,7 @@ def find_binary(kind: str) -> Path:
     modules = backends_dir() / kind / "node_modules"
     for pattern in pinned.binary_globs:
         for candidate in sorted(modules.glob(pattern)):
-            if os.access(candidate, os.X_OK) and candidate.stat().st_size > _STUB_MAX_BYTES:
+            if os.access(candidate, os.X_OK) and candidate.stat().st_size > pinned.stub_bytes:
                 return candidate
     raise InstallError(
         f"the {kind} backend ({pinned.package}@{pinned.version}) is not installed in {modules.parent}; "

@@ -1,5 +1,5 @@
 """The `backend:` section: what every backend kind shares, and each kind's own keys (opencode, copilot, claude,
-acp)."""
+gemini, acp)."""
 
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -119,7 +119,7 @@ class AcpProvider(Section):
     """The agent's model provider, handed to it in two environment variables of its own (its URL and its key), so
     that the wrapper can relay it: the agent then gets the relay's URL and a token, never the key."""
 
-    type: Literal["openai", "azure", "anthropic"] = "openai"
+    type: Literal["openai", "azure", "anthropic", "gemini"] = "openai"
     base_url: str = Field(pattern=r"^https?://")
     api_key: SecretStr | None = None
     url_env: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="Variable the agent reads its URL from.")
@@ -159,7 +159,30 @@ class ClaudeSettings(BackendSettings):
     )
 
 
+class GeminiProvider(AcpProvider):
+    """Gemini CLI's Gemini API provider (`GOOGLE_GEMINI_BASE_URL`), relayed as an ACP agent's is: its key stays in
+    the wrapper, which sends it as `x-goog-api-key`."""
+
+    type: Literal["openai", "azure", "anthropic", "gemini"] = "gemini"
+    url_env: str = Field("GOOGLE_GEMINI_BASE_URL", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    key_env: str = Field("GEMINI_API_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class GeminiSettings(BackendSettings):
+    kind: Literal["gemini"] = "gemini"
+    command: list[str] | None = Field(
+        None,
+        min_length=1,
+        description="Gemini CLI's program and arguments (`--acp` added); default: the managed install.",
+    )
+    provider: GeminiProvider | None = Field(
+        None, description="A Gemini API endpoint (the offline model, a proxy), relayed: no key inside."
+    )
+    model: str | None = Field(None, description="The model Gemini CLI asks for (its `--model`).")
+
+
 Backend = Annotated[
-    OpenCodeSettings | OpenCode2Settings | CopilotSettings | ClaudeSettings | AcpSettings, Field(discriminator="kind")
+    OpenCodeSettings | OpenCode2Settings | CopilotSettings | ClaudeSettings | GeminiSettings | AcpSettings,
+    Field(discriminator="kind"),
 ]
-BACKEND_KINDS = ("opencode", "opencode2", "copilot", "claude", "acp")
+BACKEND_KINDS = ("opencode", "opencode2", "copilot", "claude", "gemini", "acp")

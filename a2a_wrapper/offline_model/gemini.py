@@ -53,7 +53,10 @@ def _as_chat(content: Mapping[str, Any], index: int) -> list[dict[str, Any]]:
     role = _ROLES.get(str(content.get("role", "user")))
     if role is None:
         raise wire.InvalidRequest(f"contents.{index}.role: unknown role {content.get('role')!r}")
-    parts = [p for p in content.get("parts") or () if isinstance(p, Mapping)]
+    given = [p for p in content.get("parts") or () if isinstance(p, Mapping)]
+    parts = [p for p in given if not (role == "user" and _is_context(p))]
+    if given and not parts:
+        return []  # Gemini CLI's context alone: no prompt of the user's
     calls = [p["functionCall"] for p in parts if isinstance(p.get("functionCall"), Mapping)]
     results = [p["functionResponse"] for p in parts if isinstance(p.get("functionResponse"), Mapping)]
     if role == "assistant" and calls:
@@ -64,6 +67,16 @@ def _as_chat(content: Mapping[str, Any], index: int) -> list[dict[str, Any]]:
             wire.tool_result_message(_call_id(r), str(r.get("name")), _result_text(r.get("response"))) for r in results
         ]
     return [{"role": role, "content": wire.parts_text(parts)}]
+
+
+# Gemini CLI's own text in a user content (its session's setting, its hooks' output): context for the model, not
+# what the user asked. Gemini CLI itself leaves these out when it reads a session back.
+_CONTEXT_TAGS = ("<session_context>", "<hook_context>")
+
+
+def _is_context(part: Mapping[str, Any]) -> bool:
+    text = part.get("text")
+    return isinstance(text, str) and text.lstrip().startswith(_CONTEXT_TAGS)
 
 
 def _call_id(call: Mapping[str, Any]) -> str:

@@ -106,17 +106,21 @@ def plan_reply(messages: Sequence[Message], tools: Sequence[object] | None = Non
     return ReplyPlan(content=split_words(text, per_delta), reasoning=reasoning, duration=found.slow)
 
 
+# The shell tool under the names agents offer it by, where none offers `bash` itself (OpenCode 2's, Gemini CLI's).
+_SHELL_NAMES = ("shell", "run_shell_command")
+
+
 def for_offered_tools(call: ToolCall, tools: Sequence[object] | None) -> ToolCall:
     """A call named as the agent offers it: a name offered in another case only (`bash` for Claude Code's `Bash`)
-    in that case; `bash` as OpenCode 2's `shell` if only that is offered; a `question` call as Copilot's `ask_user`
-    (first question, option labels as choices) if only that is offered."""
+    in that case; `bash` as the agent's own shell tool (OpenCode 2's `shell`, Gemini CLI's `run_shell_command`) when
+    it offers no `bash`; a `question` call as Copilot's `ask_user` (first question, option labels as choices) if only
+    that is offered."""
     offered = {str((tool.get("function") or {}).get("name")) for tool in tools or () if isinstance(tool, Mapping)}
     if call.name not in offered:
         same = [name for name in offered if name.lower() == call.name.lower()]
-        if len(same) == 1:
-            return ToolCall(same[0], call.arguments)
-        if call.name == "bash" and "shell" in offered:
-            return ToolCall("shell", call.arguments)
+        shell = [name for name in _SHELL_NAMES if name in offered] if call.name == "bash" else []
+        if len(same) == 1 or shell:
+            return ToolCall((same or shell)[0], call.arguments)
     if call.name != "question" or "question" in offered or "ask_user" not in offered:
         return call
     questions = json.loads(call.arguments).get("questions")

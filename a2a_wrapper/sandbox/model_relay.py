@@ -53,6 +53,15 @@ class Wire:
     key_header: str
     key_prefix: str
     endpoints: tuple[str, ...]  # a path's last segments, under the base path
+    methods: tuple[str, ...] = ()  # Gemini's form, `models/<model>:<method>`: the methods served on a model
+
+    def serves(self, tail: str) -> bool:
+        """Whether a path under the base path (`tail`, no leading slash) is one of this wire's endpoints."""
+        if any(tail == endpoint or tail.endswith("/" + endpoint) for endpoint in self.endpoints):
+            return True
+        *_, collection, last = ["", *tail.split("/")]
+        model, _, method = last.rpartition(":")
+        return collection == "models" and bool(model) and method in self.methods
 
 
 # The provider kinds the config knows (OpenCode's OpenAI-compatible provider, Copilot's `type`): one entry each.
@@ -60,6 +69,7 @@ WIRES = {
     "openai": Wire("Authorization", "Bearer ", _OPENAI_ENDPOINTS),
     "azure": Wire("api-key", "", _OPENAI_ENDPOINTS),
     "anthropic": Wire("x-api-key", "", ("messages", "messages/count_tokens", "models")),
+    "gemini": Wire("x-goog-api-key", "", ("models",), ("generateContent", "streamGenerateContent", "countTokens")),
 }
 
 
@@ -151,8 +161,9 @@ class ModelRelay:
         tail = path[len(self._base_path) + 1 :]
         if any(segment in (".", "..", "") for segment in tail.split("/")):
             return f"path {path!r} has empty or dot segments"
-        if not any(tail == endpoint or tail.endswith("/" + endpoint) for endpoint in self._wire.endpoints):
-            return f"path {path!r} is none of the provider's endpoints ({', '.join(self._wire.endpoints)})"
+        if not self._wire.serves(tail):
+            served = [*self._wire.endpoints, *(f"models/<model>:{method}" for method in self._wire.methods)]
+            return f"path {path!r} is none of the provider's endpoints ({', '.join(served)})"
         if not self._token_sent(request):
             return _NO_TOKEN
         return None

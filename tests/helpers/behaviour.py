@@ -13,6 +13,7 @@ from a2a_wrapper.backends.acp.backend import AcpBackend
 from a2a_wrapper.backends.base import Capabilities
 from a2a_wrapper.backends.claude.backend import ClaudeBackend
 from a2a_wrapper.backends.copilot.backend import CopilotBackend
+from a2a_wrapper.backends.gemini.backend import GeminiBackend
 from a2a_wrapper.backends.opencode.backend import OpenCodeBackend
 from a2a_wrapper.backends.opencode.launch import free_port
 from a2a_wrapper.backends.opencode2.backend import OpenCode2Backend
@@ -65,10 +66,21 @@ def claude_section(model: OfflineModel, workdir: Path, state_dir: Path) -> dict[
     return claude_backend(model, workdir, state_dir)
 
 
+def gemini_section(model: OfflineModel, workdir: Path, state_dir: Path) -> dict[str, Any]:
+    from tests.helpers.gemini_fixtures import gemini_backend
+
+    return gemini_backend(model, workdir, state_dir)
+
+
 NO_ACP_QUESTION = "ACP has no request for a question to the user; the agent cannot ask one over ACP"
 NO_ACP_REASON = "ACP's reject_once option carries no message: the agent's model never sees the shield's sentence"
 # What each behaviour needs of an adapter's declared Capabilities, and why an adapter without it cannot do it.
-NEEDS = {"question": ("questions", NO_ACP_QUESTION), "deny-reason": ("deny_reason", NO_ACP_REASON)}
+NO_RESUME = "the agent cannot load a session its previous process made, so a context starts anew after a restart"
+NEEDS = {
+    "question": ("questions", NO_ACP_QUESTION),
+    "deny-reason": ("deny_reason", NO_ACP_REASON),
+    "resume": ("resume", NO_RESUME),
+}
 
 
 @dataclass(frozen=True)
@@ -100,6 +112,7 @@ BACKENDS = [
         },
     ),
     BackendUnderTest("claude", claude_section, ClaudeBackend.capabilities),
+    BackendUnderTest("gemini", gemini_section, GeminiBackend.capabilities),
 ]
 
 
