@@ -55,7 +55,7 @@ def error_of(path: Path, overrides: dict[str, Any] | None = None) -> str:
             "1",
         ),
         ({"card": CARD, "sessions": {"ttl_ms": 5}}, "sessions.ttl_ms", "5"),
-        ({"card": CARD, "logging": {"format": "json"}}, "logging.format", "'json'"),
+        ({"card": CARD, "logging": {"colour": "always"}}, "logging.colour", "'always'"),
     ],
     ids=["top", "card", "skill", "server", "backend", "provider", "sessions", "logging"],
 )
