@@ -1,30 +1,24 @@
 """`a2a-wrap`: run an agent, the demo, the offline model; check configs; install backends."""
 
-import asyncio
 import json
 import logging
 import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from google.protobuf.json_format import MessageToDict
-from pydantic import ValidationError
 
-from a2a_wrapper import event_loop
-from a2a_wrapper.backends import install as installer
-from a2a_wrapper.config.files import describe_errors, load_config
-from a2a_wrapper.config.settings import AgentSettings
 from a2a_wrapper.deploy.options import DEFAULT_IMAGE, DEFAULT_NAMESPACE, DEFAULT_STATE_STORAGE, DEFAULT_STORAGE
 from a2a_wrapper.errors import WrapperError
 from a2a_wrapper.events import KINDS, ToolKind
-from a2a_wrapper.frontend.card import build_card
-from a2a_wrapper.guard import RedactingFilter, redact_value
-from a2a_wrapper.sandbox.plan import WRAPPER_CHANNELS
-from a2a_wrapper.shield import format_table
-from a2a_wrapper.workspaces import served_settings
+
+if TYPE_CHECKING:
+    from a2a_wrapper.config.settings import AgentSettings
+
+# A command imports what it runs when it runs: `a2a-wrap --help`, `send` or `status` never load the agent's
+# server, the backends, the guard's tables or SQLAlchemy.
 
 CONFIG_OPTION = click.option(
     "--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), help="The agent's config file."
@@ -93,6 +87,8 @@ def setup_logging(
     `default`. Without timestamps when a supervisor (the fleet, systemd, docker) stamps each line itself.
     `log_format` "json" writes one JSON object per line; a command without a config takes it from
     A2A_WRAP_LOGGING__FORMAT, the variable an agent's config reads it from too."""
+    from a2a_wrapper.guard import RedactingFilter
+
     chosen = (level or _root_log_level() or default).upper()
     stamp = "%(asctime)s " if timestamps else ""
     logging.basicConfig(
@@ -134,7 +130,9 @@ def _root_log_level() -> str | None:
     return context.find_root().params.get("log_level") if context is not None else None
 
 
-def _load(config_path: Path | None, **flags: Any) -> AgentSettings:
+def _load(config_path: Path | None, **flags: Any) -> "AgentSettings":
+    from a2a_wrapper.config.files import load_config
+
     if config_path is None:
         raise click.UsageError("--config is required (a YAML or JSON agent config)")
     try:
@@ -144,6 +142,8 @@ def _load(config_path: Path | None, **flags: Any) -> AgentSettings:
 
 
 def _run(coroutine: Any) -> None:
+    from a2a_wrapper import event_loop
+
     try:
         event_loop.run(coroutine)
     except KeyboardInterrupt:
@@ -179,6 +179,14 @@ def serve(config_path: Path | None, **flags: Any) -> None:
 @CONFIG_OPTION
 def check(config_path: Path | None) -> None:
     """Validate a config; print the effective config (secrets masked), the agent card, the rules and the sandbox."""
+    from google.protobuf.json_format import MessageToDict
+
+    from a2a_wrapper.agent import describe_backends
+    from a2a_wrapper.frontend.card import build_card
+    from a2a_wrapper.guard import redact_value
+    from a2a_wrapper.shield import format_table
+    from a2a_wrapper.workspaces import served_settings
+
     settings = _load(config_path)
     click.echo("# effective config")
     effective = settings.model_dump(mode="json")  # SecretStr fields print masked
@@ -200,8 +208,6 @@ def check(config_path: Path | None) -> None:
         stance = "on: every tool call allowed" if settings.auto_approve else "off: every tool call denied"
         click.echo(f"no shield section; autoApprove is {stance}")
     click.echo("# runtime: where the backend runs, what it can write, read and reach")
-    from a2a_wrapper.agent import describe_backends
-
     click.echo(json.dumps(describe_backends(served_settings(settings)), indent=2))  # per task: the copies
 
 
@@ -250,7 +256,7 @@ def shield_explain(
         click.echo(f"{decision.outcome}: {decision.reason} (rule {decision.rule})")
 
 
-def _policy(settings: AgentSettings) -> Any:
+def _policy(settings: "AgentSettings") -> Any:
     from a2a_wrapper.permissions.policy import build_policy
 
     try:
@@ -351,13 +357,12 @@ def sidecar(folders: Path, reap_strays: bool) -> None:
     "--forward",
     "names",
     multiple=True,
-    default=WRAPPER_CHANNELS,
-    show_default=True,
-    help="A socket of the wrapper's to show in --sockets (repeat).",
+    help="A socket of the wrapper's to show in --sockets (repeat; default: the egress proxy and the hook).",
 )
 def channel(token_file: Path, listen: str, wrapper: str, folders: Path, sockets: Path, names: tuple[str, ...]) -> None:
     """The backend pod's end of its channels to the wrapper's pod (the backend in a pod of its own)."""
     from a2a_wrapper.sandbox.channel import read_token
+    from a2a_wrapper.sandbox.plan import WRAPPER_CHANNELS
     from a2a_wrapper.sandbox.pod_channels import Address, serve_backend_side
     from a2a_wrapper.sandbox.sidecar import socket_path
 
@@ -367,7 +372,7 @@ def channel(token_file: Path, listen: str, wrapper: str, folders: Path, sockets:
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
     sockets.mkdir(parents=True, exist_ok=True)
-    _run(serve_backend_side(token, gate, socket_path(folders), peer, sockets, names))
+    _run(serve_backend_side(token, gate, socket_path(folders), peer, sockets, names or WRAPPER_CHANNELS))
 
 
 @main.command()
@@ -379,6 +384,8 @@ def schema(markdown: bool) -> None:
 
         click.echo(reference_markdown(), nl=False)
         return
+    from a2a_wrapper.config.settings import AgentSettings
+
     # snake_case, as the docs and examples write it; camelCase aliases are accepted too.
     click.echo(json.dumps(AgentSettings.model_json_schema(by_alias=False), indent=2))
 
@@ -465,7 +472,7 @@ def send_message(
 ) -> None:
     """Send TEXT to the agent at URL (its base URL or card URL) and follow the task live; approvals are asked
     here. Exit code 0 when the task completed, 1 otherwise."""
-    import os
+    import asyncio
 
     from a2a_wrapper.client import send
     from a2a_wrapper.client.connect import parse_headers
@@ -496,6 +503,10 @@ def backends() -> None:
 def backends_install(kinds: tuple[str, ...]) -> None:
     """Install the pinned backends from the npm registry (all when none named); one already installed at its
     pinned version is kept. Progress goes to stderr; stdout gets one `KIND: BINARY` line per backend."""
+    import asyncio
+
+    from a2a_wrapper.backends import install as installer
+
     setup_logging(None)
     for kind in kinds or tuple(installer.PINNED):
         if kind not in installer.PINNED:
@@ -511,6 +522,8 @@ def backends_install(kinds: tuple[str, ...]) -> None:
 @click.argument("kind")
 def backends_path(kind: str) -> None:
     """Print where the installed backend binary is."""
+    from a2a_wrapper.backends import install as installer
+
     if kind not in installer.PINNED:
         raise click.BadParameter(f"unknown backend {kind!r}; known: {', '.join(installer.PINNED)}")
     try:
@@ -560,6 +573,9 @@ def registry(urls: tuple[str, ...], host: str, port: int, health_interval: float
     is known by its card (GET URL/.well-known/agent-card.json) and GET URL/health, polled every
     --health-interval seconds; one not up yet is listed as unreachable until it answers.
     """
+    from pydantic import ValidationError
+
+    from a2a_wrapper.config.files import describe_errors
     from a2a_wrapper.fleet import RegistrySettings, RemoteSpec, run_registry
 
     setup_logging(None)
@@ -650,6 +666,8 @@ def status(registry_url: str, watch: bool, interval: float) -> None:
 def logs(name: str, registry_url: str, count: int, follow: bool) -> None:
     """Print a fleet agent's recent output (and its lifecycle as the fleet saw it), from the file the fleet
     keeps for it; with --follow, go on printing the lines that come."""
+    import asyncio
+
     from a2a_wrapper.fleet.logs import follow_log, log_of, show_recent
 
     try:

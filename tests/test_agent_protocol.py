@@ -71,11 +71,12 @@ async def test_rest_send_and_get(agent: ServedAgent, http: httpx.AsyncClient) ->
 
 
 async def test_streaming_order_and_exact_assembly(agent: ServedAgent, http: httpx.AsyncClient) -> None:
-    events = await stream(http, agent.jsonrpc, {"message": user_message("[[long:60]] [[slow:1.5]]")})
+    events = await stream(http, agent.jsonrpc, {"message": user_message("[[long:60]] [[slow:3]]")})
     expected = " ".join(f"word{i}" for i in range(1, 61))
     assert list(events[0]) == ["task"]
     chunks = [e["artifactUpdate"] for e in events if "artifactUpdate" in e]
-    assert len(chunks) > 10, "the answer must arrive in many chunks, not at the end"
+    # 60 words over 3 s: many chunks, even where a loaded machine gathers several words into one
+    assert len(chunks) > 5, "the answer must arrive in many chunks, not at the end"
     assert answer_text(events) == expected
     assert chunks[-1]["lastChunk"] is True and not any(c.get("lastChunk") for c in chunks[:-1])
     assert all(p.get("text") != expected for c in chunks for p in c["artifact"]["parts"])
@@ -146,8 +147,9 @@ async def test_oversize_body_is_refused_not_truncated(make_settings, offline_mod
         assert not any("x" * 5000 in str(r) for r in requests)
 
 
-async def test_a2a_sdk_client_streams_a_task(agent: ServedAgent) -> None:
-    client = await create_client(agent.url, client_config=ClientConfig(streaming=True))
+async def test_a2a_sdk_client_streams_a_task(agent: ServedAgent, http: httpx.AsyncClient) -> None:
+    # the tests' client (60 s): the SDK's own default read timeout is 5 s, short for a turn on a loaded machine
+    client = await create_client(agent.url, client_config=ClientConfig(streaming=True, httpx_client=http))
     async with client:
         request = SendMessageRequest(message=new_text_message("from the sdk", role=Role.ROLE_USER))
         kinds, text = [], ""

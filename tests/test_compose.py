@@ -94,6 +94,7 @@ def test_the_agents_configs_load(agent: str, kind: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.alone
 async def test_the_fleet_comes_up_and_answers_through_the_registry(compose_fleet: Fleet) -> None:
     running_fleet = compose_fleet
     async with httpx.AsyncClient(timeout=120) as http:

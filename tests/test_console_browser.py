@@ -23,7 +23,7 @@ from tests.helpers.demo_process import Demo, free_block
 from tests.helpers.fleet_process import FleetProcess, agent_config, port_of, wait_until
 from tests.helpers.tool_messages import bash_params
 
-pytestmark = [pytest.mark.slow, needs_chromium]
+pytestmark = [pytest.mark.slow, pytest.mark.alone, needs_chromium]
 
 OPERATOR = "alice"
 KEY_ENV = "CONSOLE_TEST_ALICE_KEY"

@@ -18,7 +18,7 @@ from tests.helpers.a2a_wire import send, task_answer
 from tests.helpers.demo_process import A2A_WRAP, Demo, free_block
 from tests.helpers.fleet_process import processes_under
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.alone]
 
 DEMO_AGENTS = {"opencode-coder": "opencode", "copilot-coder": "copilot", "acp-reviewer": "acp"}
 DEMO_PORTS = 1 + 2 * len(DEMO_AGENTS)  # the registry's, each agent's HTTP port, each agent's gRPC port

@@ -76,6 +76,7 @@ async def slowest_health(http: httpx.AsyncClient, url: str, stop: asyncio.Event)
 
 
 @pytest.mark.slow
+@pytest.mark.alone
 async def test_a_hundred_thousand_parts_are_refused_and_health_keeps_answering(
     agent: ServedAgent, http: httpx.AsyncClient
 ) -> None:

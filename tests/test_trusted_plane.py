@@ -46,8 +46,9 @@ async def test_the_wrappers_sockets_cannot_be_removed_or_replaced(
     harness = _harness(backend, offline_model, tmp_path, request)
     attack = (
         "cd /run/a2a-wrapper; rm -f *.sock 2>&1 | head -c 60; echo; mv /run/a2a-wrapper /run/gone 2>&1 | head -c 40; "
-        "echo; touch planted.sock 2>&1 | head -c 40; echo; echo planted: $(ls /run/a2a-wrapper | grep -c planted), "
-        "egress: $(ls /run/a2a-wrapper | grep -c egress.sock)"
+        "echo; touch planted.sock 2>&1 | head -c 40; echo; printf 'planted: '; "
+        "ls /run/a2a-wrapper | grep -c planted | tr -d '\\n'; "
+        "printf ', egress: '; ls /run/a2a-wrapper | grep -c egress.sock"  # no $(): Gemini CLI refuses one
     )
     async with harness.serving(auto_approve=True) as served:
         said = await _run(http, served.jsonrpc, attack)

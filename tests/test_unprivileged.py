@@ -20,6 +20,7 @@ from a2a_wrapper.backends.install import backends_dir
 
 SYSTEM_PYTHON = Path("/usr/bin/python3")
 pytestmark = [
+    pytest.mark.alone,
     pytest.mark.slow,
     pytest.mark.skipif(os.geteuid() != 0, reason="run as root, it reruns the boundary tests as an unprivileged user"),
     pytest.mark.skipif(not SYSTEM_PYTHON.exists(), reason="no system Python for the unprivileged user"),
