@@ -31,6 +31,7 @@ async def timed(http: httpx.AsyncClient, url: str) -> tuple[float, httpx.Respons
     return time.monotonic() - started, response
 
 
+@pytest.mark.slow  # a real agent and OpenCode
 async def test_liveness_and_readiness_answer_at_once_while_the_backend_cannot_answer(
     agent: ServedAgent, http: httpx.AsyncClient
 ) -> None:

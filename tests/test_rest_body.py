@@ -5,6 +5,7 @@ against the real agent."""
 import time
 
 import httpx
+import pytest
 
 from a2a_wrapper.frontend.edge.json_depth import MAX_DEPTH, nests_past
 from tests.conftest import ServedAgent
@@ -15,6 +16,7 @@ def nested(depth: int) -> bytes:
     return b'{"message": ' + b'{"a": ' * (depth - 1) + b"1" + b"}" * depth
 
 
+@pytest.mark.slow  # a real agent and OpenCode
 async def test_a_rest_body_nested_a_thousand_deep_gets_400_not_500(agent: ServedAgent, http: httpx.AsyncClient) -> None:
     for path in ("/message:send", "/message:stream", "/tasks/t-1:cancel"):
         sent = await http.post(
@@ -36,6 +38,7 @@ def with_metadata_number(number: bytes) -> bytes:
     return b'{"message": ' + message + b"}"
 
 
+@pytest.mark.slow  # a real agent and OpenCode
 async def test_a_number_no_double_holds_gets_400_and_never_reaches_the_task_store(
     agent: ServedAgent, http: httpx.AsyncClient
 ) -> None:

@@ -5,6 +5,7 @@ import uuid
 from typing import Any
 
 import httpx
+import pytest
 
 from a2a_wrapper.frontend.card import REST_PATH
 from a2a_wrapper.offline_model import OfflineModel
@@ -24,6 +25,7 @@ def v03_message(text: str) -> dict[str, Any]:
     return {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "content": [{"text": text}]}
 
 
+@pytest.mark.slow  # a real agent and OpenCode
 async def test_a_1_0_path_without_the_header_is_told_to_send_it(
     agent: ServedAgent, http: httpx.AsyncClient, offline_model: OfflineModel
 ) -> None:
@@ -38,6 +40,7 @@ async def test_a_1_0_path_without_the_header_is_told_to_send_it(
     assert not any(prompt in str(request) for request in requests), "the refused message never reached the model"
 
 
+@pytest.mark.slow  # a real agent and OpenCode
 async def test_a_0_3_path_sent_as_1_0_is_told_the_1_0_path(agent: ServedAgent, http: httpx.AsyncClient) -> None:
     cases = {
         ("POST", "/v1/message:send"): "/message:send",
@@ -53,6 +56,7 @@ async def test_a_0_3_path_sent_as_1_0_is_told_the_1_0_path(agent: ServedAgent, h
         assert f"call {method} {REST_PATH}{path_1_0} (A2A 1.0)" in sentence, sentence
 
 
+@pytest.mark.slow  # a real agent and OpenCode
 async def test_each_path_with_its_own_version_is_served(agent: ServedAgent, http: httpx.AsyncClient) -> None:
     as_1_0 = await http.post(f"{agent.rest}/message:send", json={"message": user_message("hello")}, headers=V1)
     assert as_1_0.status_code == 200 and as_1_0.json()["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
