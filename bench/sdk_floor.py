@@ -4,7 +4,7 @@ layers over it, and the whole agent, each with a backend that answers at once.
 bench/overhead.py and bench/backends.py time the wrapper against its backend called directly, so all of the A2A
 side counts as added there (over ACP, whose direct client does little, nearly all of the agent's work). This bench
 splits that share: what a2a-sdk 1.3.0 itself takes (the front end DESIGN.md names), what the agent's layers over
-it (frontend/sdk_*.py, wire_printer.py, edge/event_stream_response.py) leave of that, and what the agent's own
+it (frontend/compat/) leave of that, and what the agent's own
 features add (connection and message limits, retries that run once, tasks written to SQLite, the guard, metrics):
 
 - starlette: uvicorn and Starlette alone, on the agent's event loop: the request's body parsed, the five events the
@@ -13,7 +13,7 @@ features add (connection and message limits, retries that run once, tasks writte
 - sdk: a2a-sdk's DefaultRequestHandler, in-memory task store and JSON-RPC routes on uvicorn, on the agent's event
   loop; its executor answers at once with the same five events;
 - sdk+layers: the same, after the agent's layers over the SDK are installed, as the agent installs them
-  (frontend/sdk_layers.py);
+  (frontend/compat/__init__.py);
 - agent: the agent as `a2a-wrap` serves it (bench/agent_process.py), on a backend that answers "ok" at once.
 
 Each server has a process of its own. One A2A client (bench/overhead.py's) streams trivial turns on one context,
@@ -60,7 +60,7 @@ from a2a_wrapper import event_loop
 from a2a_wrapper.backends.base import Capabilities, Health, Prompt, Session
 from a2a_wrapper.backends.opencode.launch import free_port
 from a2a_wrapper.events import Done, Text, Usage
-from a2a_wrapper.frontend.sdk_layers import use_sdk_layers
+from a2a_wrapper.frontend import compat
 from a2a_wrapper.offline_model import OfflineModel
 
 WARMUP = 50  # unrecorded turns first: imports, caches and the task store's first writes
@@ -172,7 +172,7 @@ def sdk_alone(port: int, layered: bool) -> Starlette:
     """a2a-sdk's own server, answering on `port`."""
 
     if layered:
-        use_sdk_layers()
+        compat.install()
 
     class Answer(AgentExecutor):
         async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:

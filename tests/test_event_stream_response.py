@@ -1,4 +1,4 @@
-"""a2a-sdk's SSE responses as the agent serves them (frontend/edge/event_stream_response.py), on a real uvicorn with
+"""a2a-sdk's SSE responses as the agent serves them (frontend/compat/event_stream_response.py), on a real uvicorn with
 the agent's own configuration, read by a raw client: the bytes on the wire, the pings, a client that goes away.
 
 Each stream is built by a2a-sdk's own `create_event_source_response`, as its JSON-RPC and REST routes build theirs;
@@ -24,7 +24,7 @@ from starlette.routing import Route
 
 from a2a_wrapper.backends.opencode.launch import free_port
 from a2a_wrapper.config.settings import ServerSettings
-from a2a_wrapper.frontend.edge.event_stream_response import EventStream, use_event_streams
+from a2a_wrapper.frontend.compat.event_stream_response import EventStream, use_event_streams
 from tests.conftest import ServedAgent
 from tests.helpers.a2a_wire import V1, final_state, rpc, subscription, task_answer, user_message
 from tests.helpers.served_app import served_app

@@ -10,7 +10,7 @@ import pytest
 from a2a.utils import json_utils
 
 from a2a_wrapper import fast_json
-from a2a_wrapper.frontend.sdk_json import use_fast_json
+from a2a_wrapper.frontend.compat.sdk_json import use_fast_json
 from tests.helpers.package_source import modules_naming
 
 VALUES: list[Any] = [

@@ -1,4 +1,4 @@
-"""a2a-sdk's event queues deliver in the enqueueing call when nothing is ahead (frontend/sdk_dispatch.py): the event
+"""a2a-sdk's event queues deliver in the enqueueing call when nothing is ahead (frontend/compat/sdk_dispatch.py): the event
 is in every sink at once, order holds behind a backlog, a full subscriber is still evicted, a closed source still
 drops, and a streamed message through the SDK still gives its events."""
 
@@ -16,8 +16,8 @@ from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import AgentCapabilities, AgentCard, Message, Role, SendMessageRequest
 from a2a.utils._async_queue_compat import QueueShutDown
 
-from a2a_wrapper.frontend.sdk_dispatch import DirectEventQueueSource, use_direct_dispatch
-from a2a_wrapper.frontend.sdk_queues import use_loop_queues
+from a2a_wrapper.frontend.compat.sdk_dispatch import DirectEventQueueSource, use_direct_dispatch
+from a2a_wrapper.frontend.compat.sdk_queues import use_loop_queues
 from a2a_wrapper.loop_queue import LoopQueue
 from tests.helpers.package_source import modules_naming
 from tests.test_sdk_queues import _FiveEvents

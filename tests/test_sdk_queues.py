@@ -1,4 +1,4 @@
-"""a2a-sdk's task queues on LoopQueue with 3.13's shutdown (frontend/sdk_queues.py): the semantics the SDK relies
+"""a2a-sdk's task queues on LoopQueue with 3.13's shutdown (frontend/compat/sdk_queues.py): the semantics the SDK relies
 on, raising the SDK's QueueShutDown, that every queue the SDK makes is one, and that a streamed message still runs
 through them."""
 
@@ -26,7 +26,7 @@ from a2a.types import (
 )
 from a2a.utils._async_queue_compat import QueueShutDown
 
-from a2a_wrapper.frontend.sdk_queues import SDK_MODULES, SdkQueue, use_loop_queues
+from a2a_wrapper.frontend.compat.sdk_queues import SDK_MODULES, SdkQueue, use_loop_queues
 from tests.helpers.package_source import modules_naming
 
 

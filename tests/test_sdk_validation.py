@@ -1,4 +1,4 @@
-"""a2a-sdk's REQUIRED-field check walks by a plan per message type (frontend/sdk_validation.py): for valid requests
+"""a2a-sdk's REQUIRED-field check walks by a plan per message type (frontend/compat/sdk_validation.py): for valid requests
 and broken ones, at the top and deep inside (repeated fields, maps), it finds what the SDK's own walk finds, in
 its order, and a request that breaks the rules is still refused on the wire with the SDK's error."""
 
@@ -18,7 +18,7 @@ from a2a.utils.errors import InvalidParamsError
 from google.protobuf.json_format import ParseDict
 from google.protobuf.message import Message
 
-from a2a_wrapper.frontend.sdk_validation import SDK_CHECK, missing_required_fields, use_planned_validation
+from a2a_wrapper.frontend.compat.sdk_validation import SDK_CHECK, missing_required_fields, use_planned_validation
 
 MESSAGE = {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}]}
 CASES: list[tuple[type[Message], dict[str, Any]]] = [

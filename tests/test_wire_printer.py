@@ -1,4 +1,4 @@
-"""The process's JSON printer (frontend/wire_printer.py) prints what protobuf's own printer prints, for every A2A type
+"""The process's JSON printer (frontend/compat/wire_printer.py) prints what protobuf's own printer prints, for every A2A type
 and every kind of field, under both naming styles, errors included; only faster, and whole numbers as integers."""
 
 import math
@@ -29,7 +29,7 @@ from google.protobuf.struct_pb2 import Struct, Value
 
 from a2a_wrapper.config.settings import AgentSettings, CardSettings
 from a2a_wrapper.frontend.card import build_card
-from a2a_wrapper.frontend.wire_printer import _STOCK, WirePrinter
+from a2a_wrapper.frontend.compat.wire_printer import _STOCK, WirePrinter
 
 
 def both(message: Proto, **options: Any) -> tuple[Any, Any]:
@@ -160,7 +160,7 @@ def test_a_number_json_cannot_hold_fails_as_the_stock_printer_fails(number: floa
 
 
 def test_it_is_what_message_to_dict_uses_once_installed(monkeypatch: pytest.MonkeyPatch) -> None:
-    from a2a_wrapper.frontend import wire_printer
+    from a2a_wrapper.frontend.compat import wire_printer
 
     monkeypatch.setattr(json_format, "_Printer", _STOCK)
     wire_printer.install()

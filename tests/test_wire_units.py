@@ -10,7 +10,7 @@ from a2a.types import Task
 from google.protobuf.json_format import MessageToDict, MessageToJson, ParseDict
 from google.protobuf.struct_pb2 import Struct
 
-from a2a_wrapper.frontend import wire_printer
+from a2a_wrapper.frontend.compat import wire_printer
 from a2a_wrapper.frontend.sdk_logs import CallerErrorsAtDebug, lower_caller_errors
 from a2a_wrapper.state.whole_answers import whole_answers
 

@@ -24,6 +24,7 @@ from starlette.types import ASGIApp
 from a2a_wrapper.backends.base import Backend
 from a2a_wrapper.config.settings import AuthSettings, ServerSettings
 from a2a_wrapper.errors import ConfigError
+from a2a_wrapper.frontend import compat
 from a2a_wrapper.frontend.auth import CallContextBuilder, Callers, authentication
 from a2a_wrapper.frontend.card import CARD_PATH, JSONRPC_PATH, REST_PATH
 from a2a_wrapper.frontend.card_route import card_routes
@@ -47,7 +48,6 @@ from a2a_wrapper.frontend.handler.sdk_handler import SdkHandler
 from a2a_wrapper.frontend.handler.task_pages import BoundedPages
 from a2a_wrapper.frontend.health import health_routes
 from a2a_wrapper.frontend.metrics import CONTENT_TYPE, AgentMetrics
-from a2a_wrapper.frontend.sdk_layers import use_sdk_layers
 from a2a_wrapper.frontend.sdk_logs import lower_caller_errors
 from a2a_wrapper.push import Push
 from a2a_wrapper.state.event_journal import EventJournal
@@ -78,7 +78,7 @@ def build_app(
     if bool(card.security_requirements) != bool(callers):  # fail closed: never open while the card asks for a key
         raise ConfigError("auth: the card and the front end disagree on callers (build both from the same settings)")
     context_builder = CallContextBuilder()
-    use_sdk_layers()
+    compat.install()
     lower_caller_errors()
 
     async def scrape(request: Request) -> Response:
@@ -130,7 +130,7 @@ def request_handler(
     PushNotificationNotSupported. On shared state the store is versioned and `journal` carries the events of
     tasks other replicas run (a2a-sdk's cluster mode: subscribe and cancel across replicas), and a stream an outage
     of its database ends closes with a final status (outage_ends.py)."""
-    use_sdk_layers()
+    compat.install()
     attempts = Attempts()
     sdk = DefaultRequestHandler(
         agent_executor=executor,

@@ -2,7 +2,7 @@
 id the client saw gives the events after it, once each and in order, then the live ones.
 
 - The id is `<task id>:<position>`, the event's position in its task (state/event_journal.py). On SSE (JSON-RPC
-  and REST) it is the event's `id:` field (edge/event_stream_response.py writes it), so a browser's EventSource
+  and REST) it is the event's `id:` field (compat/event_stream_response.py writes it), so a browser's EventSource
   and any SSE client send it back as `Last-Event-ID` when they reconnect. gRPC has no field for it: there the id
   is in the event's own metadata, under `EVENT_ID_KEY`, and the client sends it back as the call metadata
   `last-event-id`. Events that are not the task's own (the Task a stream begins with, a snapshot) carry no id; an
@@ -34,7 +34,7 @@ from a2a.types import (
 )
 from a2a.utils.errors import InvalidParamsError, TaskNotFoundError
 
-from a2a_wrapper.frontend.edge.event_stream_response import EVENT_ID
+from a2a_wrapper.frontend.compat.event_stream_response import EVENT_ID
 from a2a_wrapper.frontend.grpc_callers import GRPC_CALL
 from a2a_wrapper.frontend.handler.delegating_handler import DelegatingHandler
 from a2a_wrapper.state.event_journal import EventJournal
