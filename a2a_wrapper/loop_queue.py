@@ -3,7 +3,7 @@
 asyncio.Queue, written in Python, spends five to seven calls of its own on each put and get: `full` calls
 `qsize`, `_put` and `_get` are hooks for its subclasses, `_wakeup_next` runs even with nobody waiting, and every put
 clears the Event that `join` waits on. A trivial A2A turn passes ~35 items through the turn's queue and a2a-sdk's
-(frontend/compat/sdk_queues.py), and asyncio's queues and locks made ~790 of the agent's ~6,400 Python calls a turn. Here
+(compat/sdk_queues.py), and asyncio's queues and locks made ~790 of the agent's ~6,400 Python calls a turn. Here
 put and get touch the deque and wake a waiter only when there is one; `join` makes its future only when something
 is unfinished. The semantics are asyncio.Queue's (3.13's, with `shutdown`), held to them by tests/test_loop_queue.py.
 """

@@ -70,13 +70,13 @@ async def test_rest_send_and_get(agent: ServedAgent, http: httpx.AsyncClient) ->
     assert fetched.json()["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
+@pytest.mark.alone  # how finely the answer arrives depends on the machine having time for it
 async def test_streaming_order_and_exact_assembly(agent: ServedAgent, http: httpx.AsyncClient) -> None:
-    events = await stream(http, agent.jsonrpc, {"message": user_message("[[long:60]] [[slow:3]]")})
+    events = await stream(http, agent.jsonrpc, {"message": user_message("[[long:60]] [[slow:1.5]]")})
     expected = " ".join(f"word{i}" for i in range(1, 61))
     assert list(events[0]) == ["task"]
     chunks = [e["artifactUpdate"] for e in events if "artifactUpdate" in e]
-    # 60 words over 3 s: many chunks, even where a loaded machine gathers several words into one
-    assert len(chunks) > 5, "the answer must arrive in many chunks, not at the end"
+    assert len(chunks) > 10, "the answer must arrive in many chunks, not at the end"
     assert answer_text(events) == expected
     assert chunks[-1]["lastChunk"] is True and not any(c.get("lastChunk") for c in chunks[:-1])
     assert all(p.get("text") != expected for c in chunks for p in c["artifact"]["parts"])

@@ -1,4 +1,4 @@
-"""a2a-sdk's event queues deliver in the enqueueing call when nothing is ahead (frontend/compat/sdk_dispatch.py): the event
+"""a2a-sdk's event queues deliver in the enqueueing call when nothing is ahead (compat/sdk_dispatch.py): the event
 is in every sink at once, order holds behind a backlog, a full subscriber is still evicted, a closed source still
 drops, and a streamed message through the SDK still gives its events."""
 

@@ -1,4 +1,4 @@
-"""a2a-sdk's REQUIRED-field check walks by a plan per message type (frontend/compat/sdk_validation.py): for valid requests
+"""a2a-sdk's REQUIRED-field check walks by a plan per message type (compat/sdk_validation.py): for valid requests
 and broken ones, at the top and deep inside (repeated fields, maps), it finds what the SDK's own walk finds, in
 its order, and a request that breaks the rules is still refused on the wire with the SDK's error."""
 

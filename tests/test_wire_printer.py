@@ -1,4 +1,4 @@
-"""The process's JSON printer (frontend/compat/wire_printer.py) prints what protobuf's own printer prints, for every A2A type
+"""The process's JSON printer (compat/wire_printer.py) prints what protobuf's own printer prints, for every A2A type
 and every kind of field, under both naming styles, errors included; only faster, and whole numbers as integers."""
 
 import math

@@ -267,7 +267,7 @@ def _plain(event: ToolCall | ToolResult) -> dict[str, Any]:
 
 
 def _usage(usage: Usage) -> dict[str, int | float]:
-    """The wire's camelCase keys; counts stay integers (frontend/compat/wire_printer.py prints them so), cost a number."""
+    """The wire's camelCase keys; counts stay integers (compat/wire_printer.py prints them so), cost a number."""
     return {
         "inputTokens": usage.input_tokens,
         "outputTokens": usage.output_tokens,

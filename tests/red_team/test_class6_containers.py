@@ -22,7 +22,7 @@ from tests.helpers.compose_fleet import Fleet
 from tests.helpers.tool_messages import answer_params, bash_params
 from tests.test_deploy_kubernetes import EXAMPLES, objects, render
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.alone]  # the compose fleet: up once, in the phase that runs alone
 
 REPO = Path(__file__).parent.parent.parent
 COMPOSE = yaml.safe_load((REPO / "compose" / "docker-compose.yml").read_text())
