@@ -4,8 +4,8 @@ layers over it, and the whole agent, each with a backend that answers at once.
 bench/overhead.py and bench/backends.py time the wrapper against its backend called directly, so all of the A2A
 side counts as added there (over ACP, whose direct client does little, nearly all of the agent's work). This bench
 splits that share: what a2a-sdk 1.3.0 itself takes (the front end DESIGN.md names), what the agent's layers over
-it (frontend/compat/) leave of that, and what the agent's own
-features add (connection and message limits, retries that run once, tasks written to SQLite, the guard, metrics):
+it (frontend/compat/) leave of that, and what the agent's own features add (connection and message limits,
+retries that run once, tasks written to SQLite, the guard, metrics):
 
 - starlette: uvicorn and Starlette alone, on the agent's event loop: the request's body parsed, the five events the
   agent's turn sends (the task, `working`, the answer as a chunk and a last chunk, `completed`) written with orjson,
