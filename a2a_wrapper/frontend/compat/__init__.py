@@ -13,6 +13,7 @@ import importlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 
 log = logging.getLogger(__name__)
@@ -65,6 +66,7 @@ OVERRIDES = (
 )
 
 
+@cache  # a process's installed versions do not change; the app and the request handler both install
 def installed_version(distribution: str) -> str | None:
     try:
         return version(distribution)
@@ -84,10 +86,8 @@ def mismatches(override: Override, installed: Callable[[str], str | None] = inst
 _warned: set[str] = set()
 
 
-def install(installed: Callable[[str], str | None] = installed_version) -> list[str]:
-    """Installs each override whose libraries are at the versions it was written for; safe to call again. Returns
-    the modules installed."""
-    done = []
+def install(installed: Callable[[str], str | None] = installed_version) -> None:
+    """Installs each override whose libraries are at the versions it was written for; safe to call again."""
     for override in OVERRIDES:
         if differs := mismatches(override, installed):
             if override.module not in _warned:
@@ -100,5 +100,3 @@ def install(installed: Callable[[str], str | None] = installed_version) -> list[
                 )
             continue
         getattr(importlib.import_module(f"{__name__}.{override.module}"), override.function)()
-        done.append(override.module)
-    return done
